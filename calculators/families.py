@@ -12,7 +12,7 @@ that as an assumption.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 
@@ -22,8 +22,10 @@ class Family:
 
     tie_default:      tie_word_embeddings when config.json omits the key (the
                       config class's default).
-    head_dim_default: head_dim when config.json omits it; None means
-                      hidden_size // num_attention_heads.
+    config_defaults:  values the config class uses for keys config.json may omit
+                      (Qwen3Config head_dim=128; Gemma3TextConfig's sizes, which the
+                      text_config of gemma-3-4b leaves out); without a head_dim entry,
+                      head_dim = hidden_size // num_attention_heads.
     qkv_bias:         q/k/v projections carry a bias whatever the config says.
     bias_key:         config key that switches q/k/v/o biases on, if any.
     qk_norm:          "per_head": RMSNorm of size head_dim on q and k (Qwen3, Gemma 3);
@@ -44,7 +46,7 @@ class Family:
 
     model_type: str
     tie_default: bool
-    head_dim_default: int | None = None
+    config_defaults: dict[str, int] = field(default_factory=dict)
     qkv_bias: bool = False
     bias_key: str | None = "attention_bias"
     qk_norm: Literal["per_head", "full"] | None = None
@@ -119,7 +121,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             model_type="qwen3",
             tie_default=False,
-            head_dim_default=128,
+            config_defaults={"head_dim": 128},
             qk_norm="per_head",
             sliding="qwen2",
             source=_TF + "qwen3/configuration_qwen3.py (head_dim=128); modeling_qwen3.py "
@@ -128,7 +130,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             model_type="qwen3_moe",
             tie_default=False,
-            head_dim_default=128,
+            config_defaults={"head_dim": 128},
             qk_norm="per_head",
             sliding="qwen2",
             moe="qwen3_moe",
@@ -138,13 +140,13 @@ FAMILIES: dict[str, Family] = {
         Family(
             model_type="gemma",
             tie_default=True,
-            head_dim_default=256,
+            config_defaults={"head_dim": 256},
             source=_TF + "gemma/configuration_gemma.py (head_dim=256, tie_word_embeddings=True)",
         ),
         Family(
             model_type="gemma2",
             tie_default=True,
-            head_dim_default=256,
+            config_defaults={"head_dim": 256, "sliding_window": 4096},
             norm_names=_FOUR_NORMS,
             sliding="alternate",
             source=_TF + "gemma2/modeling_gemma2.py Gemma2DecoderLayer (input, post_attention, "
@@ -153,7 +155,15 @@ FAMILIES: dict[str, Family] = {
         Family(
             model_type="gemma3_text",
             tie_default=True,
-            head_dim_default=256,
+            # Gemma3TextConfig.__init__ defaults (configuration_gemma3.py)
+            config_defaults={
+                "vocab_size": 262_208,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 4,
+                "head_dim": 256,
+                "sliding_window": 4096,
+                "max_position_embeddings": 131_072,
+            },
             qk_norm="per_head",
             norm_names=_FOUR_NORMS,
             sliding="pattern",

@@ -33,9 +33,10 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 class _Reader:
     """Key access that names the key in every error and records the defaults used."""
 
-    def __init__(self, config: dict[str, Any], notes: list[str]) -> None:
+    def __init__(self, config: dict[str, Any], notes: list[str], family: Family) -> None:
         self.config = config
         self.notes = notes
+        self.family = family
 
     def raw(self, key: str) -> Any:
         for alias in _ALIASES.get(key, (key,)):
@@ -48,6 +49,10 @@ class _Reader:
 
     def int(self, key: str, default: int | None = None, *, note: str | None = None) -> int:
         value = self.raw(key)
+        if value is None and key in self.family.config_defaults:
+            value = self.family.config_defaults[key]
+            self.notes.append(f"{key} absent: {value}, the {self.family.model_type} config default")
+            return value
         if value is None:
             if default is None:
                 raise ValueError(f"config key '{key}' is missing")
@@ -112,13 +117,8 @@ def _family(model_type: object, notes: list[str]) -> Family:
 
 
 def _head_dim(r: _Reader, family: Family, hidden: int, heads: int) -> int:
-    if r.has("head_dim"):
+    if r.has("head_dim") or "head_dim" in family.config_defaults:
         return r.int("head_dim")
-    if family.head_dim_default is not None:
-        r.notes.append(
-            f"head_dim absent: {family.head_dim_default}, the {family.model_type} config default"
-        )
-        return family.head_dim_default
     if hidden % heads:
         raise ValueError(
             f"config key 'head_dim' is missing and hidden_size ({hidden}) is not divisible "
@@ -128,8 +128,7 @@ def _head_dim(r: _Reader, family: Family, hidden: int, heads: int) -> int:
 
 
 def _window(r: _Reader, family: Family) -> int:
-    default = 4096 if family.model_type in ("gemma2", "gemma3_text") else None
-    return r.int("sliding_window", default)
+    return r.int("sliding_window")
 
 
 def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpec]:
@@ -262,7 +261,7 @@ def read_hf_config(config: dict[str, Any], *, name: str | None = None) -> ModelS
     notes: list[str] = []
     config = _language_config(config, notes)
     family = _family(config.get("model_type"), notes)
-    r = _Reader(config, notes)
+    r = _Reader(config, notes, family)
 
     vocab = r.int("vocab_size")
     hidden = r.int("hidden_size")
