@@ -1,0 +1,385 @@
+"""Command line: `python -m calculators weights|kv-cache|envelope|presets|gpus|formats`.
+
+Tables by default, `--json` for machines. Bad input of any kind ends with one line
+on stderr, `error: ...` naming the field and the value, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
+from calculators.formats import FORMATS
+from calculators.gpus import GPUS
+from calculators.kv_cache import (
+    KVCacheResult,
+    KVSettings,
+    kv_cache_bytes,
+    max_context,
+    max_sequences,
+)
+from calculators.kv_formats import KV_FORMATS
+from calculators.params import parameter_counts
+from calculators.presets import get_preset, load_preset, preset_ids
+from calculators.render import table
+from calculators.spec import ModelSpec
+from calculators.units import GIB, format_count, format_gib
+from calculators.weights import weight_bytes
+
+
+class UsageError(Exception):
+    """A bad command line, reported in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _load_spec(args: argparse.Namespace) -> ModelSpec:
+    if args.config is not None:
+        try:
+            with open(args.config, encoding="utf-8") as f:
+                config = json.load(f)
+        except OSError as e:
+            raise UsageError(f"config {args.config!r} cannot be read: {e.strerror}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UsageError(f"config {args.config!r} is not valid JSON: {e}") from None
+        return ModelSpec.from_hf_config(config, name=args.config)
+    get_preset(args.model)
+    return ModelSpec.from_hf_config(load_preset(args.model), name=args.model)
+
+
+def _gib_to_bytes(flag: str, value: float | None) -> int | None:
+    if value is None:
+        return None
+    if not value >= 0:
+        raise ValueError(f"{flag} must be a non-negative number of GiB, got {value!r}")
+    return int(value * GIB)
+
+
+def _kv_settings(args: argparse.Namespace) -> KVSettings:
+    return KVSettings(
+        kv_format=args.kv_format,
+        allocation=args.allocation,
+        block_size=args.block_size,
+        mla_layout=args.mla_layout,
+    )
+
+
+def _keep(args: argparse.Namespace) -> frozenset[str] | None:
+    if args.keep_unquantized is None:
+        return None
+    return frozenset(r for r in args.keep_unquantized.split(",") if r)
+
+
+def _reserves(pairs: list[str]) -> dict[str, int | float]:
+    out: dict[str, int | float] = {}
+    for pair in pairs:
+        rid, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--reserve must be ID=VALUE, got {pair!r}")
+        try:
+            out[rid] = float(value) if "." in value else int(value)
+        except ValueError:
+            raise UsageError(f"--reserve {rid} must be a number, got {value!r}") from None
+    return out
+
+
+# ---- commands -------------------------------------------------------------------------
+
+
+def cmd_weights(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    spec = _load_spec(args)
+    counts = parameter_counts(spec)
+    w = weight_bytes(spec, args.format, keep_unquantized=_keep(args))
+    data = {
+        "model": spec.name,
+        "model_type": spec.model_type,
+        "format": args.format,
+        "parameters": {
+            "total": counts.total,
+            "active": counts.active,
+            "embedding": counts.embedding,
+            "non_embedding": counts.non_embedding,
+            "mtp": counts.mtp,
+            "by_line": counts.by_line,
+        },
+        "weight_bytes": w.main_bytes,
+        "mtp_weight_bytes": w.mtp_bytes,
+        "bytes_by_category": w.by_category,
+        "bytes_by_format": w.by_format,
+        "assumptions": list(spec.assumptions),
+    }
+    rows = [[line, format_count(n), f"{n:,}"] for line, n in counts.by_line.items() if n]
+    rows += [
+        ["total", format_count(counts.total), f"{counts.total:,}"],
+        ["active per token", format_count(counts.active), f"{counts.active:,}"],
+    ]
+    if counts.mtp:
+        rows.append(["MTP modules (apart)", format_count(counts.mtp), f"{counts.mtp:,}"])
+    text = "\n".join(
+        [
+            f"{spec.name} ({spec.model_type})",
+            table(["parameters", "count", "exact"], rows),
+            "",
+            table(
+                ["weights in " + args.format, "GiB", "bytes"],
+                [[fmt, format_gib(b), f"{b:,}"] for fmt, b in w.by_format.items()]
+                + [["total (main model)", format_gib(w.main_bytes), f"{w.main_bytes:,}"]]
+                + _mtp_rows(w.mtp_bytes),
+            ),
+            *_assumption_lines(spec),
+        ]
+    )
+    return data, text
+
+
+def _mtp_rows(mtp_bytes: int) -> list[list[str]]:
+    if not mtp_bytes:
+        return []
+    return [["MTP modules (apart)", format_gib(mtp_bytes), f"{mtp_bytes:,}"]]
+
+
+def _kv_json(r: KVCacheResult) -> dict[str, Any]:
+    return {
+        "context": r.context,
+        "batch": r.batch,
+        "kv_format": r.kv_format,
+        "allocation": r.allocation,
+        "block_size": r.block_size,
+        "allocated_length": r.allocated_length,
+        "bytes_per_token": r.bytes_per_token,
+        "per_sequence_bytes": r.per_sequence_bytes,
+        "scale_bytes": r.scale_bytes,
+        "total_bytes": r.total_bytes,
+        "lines": [vars(line) for line in r.lines],
+    }
+
+
+def cmd_kv_cache(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    spec = _load_spec(args)
+    settings = _kv_settings(args)
+    r = kv_cache_bytes(
+        spec, context=args.context, batch=args.batch, settings=settings, max_length=args.max_length
+    )
+    data = {"model": spec.name, **_kv_json(r)}
+    rows = [
+        [
+            f"{line.layers} x {line.attention}"
+            + (f" (window {line.window})" if line.window else ""),
+            f"{line.bytes_per_token:,}",
+            f"{line.tokens_held:,}",
+            format_gib(line.bytes),
+        ]
+        for line in r.lines
+    ]
+    if r.scale_bytes:
+        rows.append(["per-layer scales", "", "", format_gib(r.scale_bytes)])
+    rows.append(["total", f"{r.bytes_per_token:,}", "", format_gib(r.total_bytes)])
+    text = [
+        f"{spec.name}: KV cache, {r.batch} x {r.context} tokens, {r.kv_format}, {r.allocation}",
+        table(["layers", "bytes/token", "tokens held", "GiB"], rows),
+    ]
+    free = _gib_to_bytes("--free-gib", args.free_gib)
+    if free is not None:
+        limit = max_context(spec, free_bytes=free, batch=args.batch, settings=settings)
+        seqs = max_sequences(
+            spec,
+            free_bytes=free,
+            context=args.context,
+            settings=settings,
+            max_length=args.max_length,
+        )
+        data.update(
+            free_bytes=free,
+            max_context=limit.max_context,
+            max_context_limited_by=limit.limited_by,
+            max_sequences=seqs,
+        )
+        text.append(
+            f"\nIn {format_gib(free)} free: longest context {limit.max_context:,} tokens "
+            f"for {args.batch} sequence(s) (limited by {limit.limited_by}); "
+            f"at most {seqs:,} sequences of {args.context:,} tokens"
+        )
+    return data, "\n".join(text + _assumption_lines(spec))
+
+
+def _envelope_json(r: EnvelopeResult) -> dict[str, Any]:
+    return {
+        "lines": [vars(line) for line in r.lines],
+        "total_bytes": r.total_bytes,
+        "gpu": r.gpu,
+        "visible_bytes": r.visible_bytes,
+        "headroom_bytes": r.headroom_bytes,
+        "fits": r.fits,
+        "cards": [{**vars(c), "fits": c.fits} for c in r.cards],
+    }
+
+
+def cmd_envelope(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    spec = _load_spec(args)
+    query = EnvelopeQuery(
+        context=args.context,
+        batch=args.batch,
+        weights_format=args.format,
+        kv=_kv_settings(args),
+        max_length=args.max_length,
+        prefill_chunk=args.prefill_chunk,
+        attention=args.attention,
+        include_mtp=args.include_mtp,
+        keep_unquantized=_keep(args),
+        reserves=_reserves(args.reserve),
+    )
+    visible = _gib_to_bytes("--memory-gib", args.memory_gib)
+    gpu = None if visible is not None else args.gpu
+    r = memory_envelope(spec, query, gpu=gpu, visible_bytes=visible, runtime=args.runtime)
+    card = gpu or f"a card with {format_gib(r.visible_bytes)} visible"
+    verdict = "fits" if r.fits else "does NOT fit"
+    text = [
+        f"{spec.name}: {args.batch} x {args.context} tokens on {card}",
+        table(
+            ["line", "GiB", "basis"],
+            [[line.label, format_gib(line.bytes), line.basis] for line in r.lines]
+            + [["total", format_gib(r.total_bytes), ""]],
+        ),
+        f"\nVisible memory {format_gib(r.visible_bytes)}: {verdict}, "
+        f"headroom {format_gib(r.headroom_bytes)}",
+        "Cards that fit: " + (", ".join(c.gpu for c in r.cards if c.fits) or "none"),
+    ]
+    return {"model": spec.name, **_envelope_json(r)}, "\n".join(text + _assumption_lines(spec))
+
+
+def cmd_presets(args: argparse.Namespace) -> tuple[Any, str]:
+    rows = [get_preset(pid) for pid in preset_ids()]
+    data = [vars(p) for p in rows]
+    return data, table(["preset", "Hugging Face repository"], [[p.id, p.hf_repo] for p in rows])
+
+
+def cmd_gpus(args: argparse.Namespace) -> tuple[Any, str]:
+    data = [vars(g) for g in GPUS]
+    rows = [
+        [
+            g.id,
+            g.memory_vendor,
+            format_gib(g.visible_bytes),
+            f"{g.bandwidth_gb_s:,.0f}",
+            f"{g.bf16_dense_tflops:,.1f}",
+            "-" if g.fp8_dense_tflops is None else f"{g.fp8_dense_tflops:,.1f}",
+        ]
+        for g in GPUS
+    ]
+    return data, table(
+        ["gpu", "vendor memory", "visible", "GB/s", "BF16 TFLOPS", "FP8 TFLOPS"], rows
+    )
+
+
+def cmd_formats(args: argparse.Namespace) -> tuple[Any, str]:
+    data = {
+        "weights": {fid: {"name": f.name, "source": f.source} for fid, f in FORMATS.items()},
+        "kv": {
+            fid: {"name": f.name, "bits_per_value": f.bits_per_value, "source": f.source}
+            for fid, f in KV_FORMATS.items()
+        },
+    }
+    text = table(["weights format", "name"], [[fid, f.name] for fid, f in FORMATS.items()])
+    text += "\n\n" + table(
+        ["kv format", "bits/value"],
+        [[fid, f"{f.bits_per_value:g}"] for fid, f in KV_FORMATS.items()],
+    )
+    return data, text
+
+
+def _assumption_lines(spec: ModelSpec) -> list[str]:
+    return (
+        ["", "Read from config.json:", *(f"  - {a}" for a in spec.assumptions)]
+        if spec.assumptions
+        else []
+    )
+
+
+# ---- parser ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m calculators", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def model_args(p: argparse.ArgumentParser) -> None:
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+        src.add_argument("--model", metavar="PRESET", help="a shipped preset (see `presets`)")
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    def kv_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--context", type=int, required=True, help="tokens per sequence")
+        p.add_argument("--batch", type=int, default=1, help="concurrent sequences")
+        p.add_argument("--kv-format", default="bf16", help="KV cache format (see `formats`)")
+        p.add_argument("--allocation", default="dynamic", help="dynamic, paged or static")
+        p.add_argument("--block-size", type=int, default=16, help="paged block, tokens")
+        p.add_argument("--max-length", type=int, help="static cache length, tokens")
+        p.add_argument("--mla-layout", default="latent", help="latent or expanded (MLA)")
+
+    def format_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--format", default="bf16", help="weights format (see `formats`)")
+        p.add_argument(
+            "--keep-unquantized",
+            metavar="ROLES",
+            help="comma-separated GGUF roles kept in float, e.g. token_embd,output",
+        )
+
+    p = sub.add_parser("weights", help="parameter counts and weights memory")
+    model_args(p)
+    format_args(p)
+    p.set_defaults(run=cmd_weights)
+
+    p = sub.add_parser("kv-cache", help="KV cache memory, and what fits in free memory")
+    model_args(p)
+    kv_args(p)
+    p.add_argument("--free-gib", type=float, help="free memory for the cache, GiB")
+    p.set_defaults(run=cmd_kv_cache)
+
+    p = sub.add_parser("envelope", help="inference memory envelope against a card")
+    model_args(p)
+    format_args(p)
+    kv_args(p)
+    p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
+    p.add_argument("--memory-gib", type=float, help="visible memory of a card not listed")
+    p.add_argument("--runtime", default="cuda", help="cuda or hip, with --memory-gib")
+    p.add_argument("--prefill-chunk", type=int, help="tokens per prefill step if chunked")
+    p.add_argument("--attention", default="sdpa", help="sdpa (flash) or eager")
+    p.add_argument("--include-mtp", action="store_true", help="load MTP modules too")
+    p.add_argument(
+        "--reserve",
+        action="append",
+        default=[],
+        metavar="ID=VALUE",
+        help="override a reserve line, e.g. runtime_context=536870912",
+    )
+    p.set_defaults(run=cmd_envelope)
+
+    for name, run, text in (
+        ("presets", cmd_presets, "shipped model presets"),
+        ("gpus", cmd_gpus, "the GPU catalog"),
+        ("formats", cmd_formats, "weights and KV formats"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0, or 2 for bad input)."""
+    try:
+        args = build_parser().parse_args(argv)
+        data, text = args.run(args)
+    except (UsageError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2) if args.json else text)
+    return 0

@@ -1,0 +1,224 @@
+"""The inference memory envelope: what one GPU must hold to serve a model, line by line.
+
+  total = weights + KV cache + activation workspace
+          + runtime context + framework overhead
+          + allocator fragmentation x (weights + KV cache + activations)
+
+Every term is a named line with its basis and source; the reserve lines come from
+`calculators.reserves` and can be overridden one by one. The total is compared with
+the memory the card shows to software (torch's `total_memory`, from
+`calculators.gpus`), not the marketed capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Literal
+
+from calculators.activations import inference_workspace
+from calculators.checks import fraction, non_negative_int, positive_int
+from calculators.gpus import GPUS, get_gpu
+from calculators.kv_cache import KVSettings, kv_cache_bytes
+from calculators.reserves import default_reserves
+from calculators.spec import ModelSpec
+from calculators.weights import weight_bytes
+
+Runtime = Literal["cuda", "hip"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvelopeQuery:
+    """What is served: the format of weights and cache, the context and the batch.
+
+    reserves: overrides of the default reserve lines by id (bytes for fixed lines,
+    a fraction in [0, 1) for the fragmentation margin).
+    """
+
+    context: int
+    batch: int = 1
+    weights_format: str = "bf16"
+    kv: KVSettings = field(default_factory=KVSettings)
+    max_length: int | None = None
+    prefill_chunk: int | None = None
+    attention: Literal["sdpa", "eager"] = "sdpa"
+    include_mtp: bool = False
+    keep_unquantized: frozenset[str] | None = None
+    reserves: dict[str, int | float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        positive_int("context", self.context)
+        positive_int("batch", self.batch)
+        known = {r.id: r for r in default_reserves("cuda")}
+        for rid, value in self.reserves.items():
+            if rid not in known:
+                raise ValueError(f"reserve must be one of {', '.join(known)}; got {rid!r}")
+            if known[rid].kind == "fraction":
+                fraction(rid, value)
+            else:
+                non_negative_int(rid, value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvelopeLine:
+    """One line of the envelope: bytes, how they were obtained, and the source."""
+
+    id: str
+    label: str
+    bytes: int
+    basis: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardFit:
+    """The envelope against one catalog card."""
+
+    gpu: str
+    name: str
+    visible_bytes: int
+    total_bytes: int
+    headroom_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        return self.headroom_bytes >= 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvelopeResult:
+    """Envelope lines, total, and the verdict against the chosen card.
+
+    headroom_bytes = visible_bytes - total_bytes; negative means it does not fit.
+    cards: every catalog card, each with its own runtime's reserves.
+    """
+
+    lines: tuple[EnvelopeLine, ...]
+    total_bytes: int
+    gpu: str | None
+    visible_bytes: int
+    headroom_bytes: int
+    cards: tuple[CardFit, ...]
+
+    @property
+    def fits(self) -> bool:
+        return self.headroom_bytes >= 0
+
+    def line(self, line_id: str) -> EnvelopeLine:
+        """The line called `line_id`."""
+        for line in self.lines:
+            if line.id == line_id:
+                return line
+        raise KeyError(line_id)
+
+
+def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> list[EnvelopeLine]:
+    """Weights, KV cache and activations: the allocations the reserves are added to."""
+    w = weight_bytes(spec, q.weights_format, keep_unquantized=q.keep_unquantized)
+    kv = kv_cache_bytes(
+        spec, context=q.context, batch=q.batch, settings=q.kv, max_length=q.max_length
+    )
+    ws = inference_workspace(
+        spec, context=q.context, batch=q.batch, prefill_chunk=q.prefill_chunk, attention=q.attention
+    )
+    weights = w.total_bytes if q.include_mtp else w.main_bytes
+    return [
+        EnvelopeLine(
+            id="weights",
+            label=f"Weights ({q.weights_format})",
+            bytes=weights,
+            basis="sum of every stored tensor in its format"
+            + ("" if q.include_mtp or not w.mtp_bytes else ", MTP modules not loaded"),
+            source="calculators.weights.weight_bytes",
+        ),
+        EnvelopeLine(
+            id="kv_cache",
+            label=f"KV cache ({q.kv.kv_format}, {q.kv.allocation})",
+            bytes=kv.total_bytes,
+            basis=f"{q.batch} sequences x {kv.allocated_length} tokens, "
+            f"{kv.bytes_per_token} bytes per token over all layers, windows honoured",
+            source="calculators.kv_cache.kv_cache_bytes",
+        ),
+        EnvelopeLine(
+            id="activations",
+            label="Activation workspace (estimate)",
+            bytes=ws.total,
+            basis=f"one layer's prefill working set for {ws.step_tokens} tokens "
+            f"plus last-position logits{', eager scores' if ws.scores else ''}",
+            source="calculators.activations.inference_workspace",
+        ),
+    ]
+
+
+def _reserve_lines(runtime: Runtime, demand: int, q: EnvelopeQuery) -> list[EnvelopeLine]:
+    lines = []
+    for r in default_reserves(runtime):
+        value = q.reserves.get(r.id, r.value)
+        overridden = r.id in q.reserves
+        if r.kind == "fraction":
+            amount = ceil(value * demand)
+            basis = f"{value:.1%} of {r.applies_to} ({demand} bytes)"
+        else:
+            amount = int(value)
+            basis = r.applies_to
+        lines.append(
+            EnvelopeLine(
+                id=r.id,
+                label=r.label,
+                bytes=amount,
+                basis=basis + (" (set by the user)" if overridden else ""),
+                source="user input" if overridden else r.source,
+            )
+        )
+    return lines
+
+
+def memory_envelope(
+    spec: ModelSpec,
+    query: EnvelopeQuery,
+    *,
+    gpu: str | None = "h100-sxm",
+    visible_bytes: int | None = None,
+    runtime: Runtime = "cuda",
+) -> EnvelopeResult:
+    """The inference envelope of `spec` for `query`, against a card.
+
+    Either `gpu` (a catalog id; its visible memory and runtime are used) or, with
+    gpu=None, `visible_bytes` and `runtime` for a card not in the catalog.
+    """
+    if gpu is not None:
+        card = get_gpu(gpu)
+        visible, runtime = card.visible_bytes, card.runtime
+    else:
+        positive_int("visible_bytes", visible_bytes)
+        assert visible_bytes is not None
+        if runtime not in ("cuda", "hip"):
+            raise ValueError(f"runtime must be cuda or hip; got {runtime!r}")
+        visible = visible_bytes
+    demand = _demand_lines(spec, query)
+    demand_bytes = sum(line.bytes for line in demand)
+
+    def total(rt: Runtime) -> tuple[list[EnvelopeLine], int]:
+        lines = demand + _reserve_lines(rt, demand_bytes, query)
+        return lines, sum(line.bytes for line in lines)
+
+    lines, total_bytes = total(runtime)
+    by_runtime = {rt: total(rt)[1] for rt in ("cuda", "hip")}
+    cards = tuple(
+        CardFit(
+            gpu=c.id,
+            name=c.name,
+            visible_bytes=c.visible_bytes,
+            total_bytes=by_runtime[c.runtime],
+            headroom_bytes=c.visible_bytes - by_runtime[c.runtime],
+        )
+        for c in GPUS
+    )
+    return EnvelopeResult(
+        lines=tuple(lines),
+        total_bytes=total_bytes,
+        gpu=gpu,
+        visible_bytes=visible,
+        headroom_bytes=visible - total_bytes,
+        cards=cards,
+    )
