@@ -1,0 +1,31 @@
+"""Shared input checks name the field, the bound and the value."""
+
+import pytest
+
+from calculators.checks import fraction, non_negative_int, positive_int
+
+
+@pytest.mark.parametrize("value", [0, -4, 1.5, True, "8", None])
+def test_positive_int_rejects(value):
+    with pytest.raises(ValueError, match=rf"context must be a positive integer, got {value!r}"):
+        positive_int("context", value)
+
+
+def test_positive_int_accepts():
+    positive_int("context", 1)
+
+
+@pytest.mark.parametrize("value", [-1, 2.0, False])
+def test_non_negative_int_rejects(value):
+    with pytest.raises(ValueError, match="free_bytes must be a non-negative integer"):
+        non_negative_int("free_bytes", value)
+
+
+def test_non_negative_int_accepts_zero():
+    non_negative_int("free_bytes", 0)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.0, 2, "0.5"])
+def test_fraction_rejects(value):
+    with pytest.raises(ValueError, match=r"margin must be a number in \[0, 1.0\)"):
+        fraction("margin", value)

@@ -1,0 +1,161 @@
+"""The CLI's public contract: JSON keys and values, and one-line errors with exit 2."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from calculators.cli import main
+from calculators.presets import load_preset
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_weights_json_contract(capsys):
+    data = run_json(capsys, "weights", "--model", "llama-3.1-8b", "--format", "bf16")
+    # 8,030,261,248 parameters: meta-llama/Llama-3.1-8B safetensors metadata.
+    assert data["parameters"]["total"] == 8_030_261_248
+    assert data["parameters"]["active"] == 8_030_261_248
+    assert data["parameters"]["embedding"] == 128_256 * 4096
+    assert data["weight_bytes"] == 2 * 8_030_261_248
+    assert all(isinstance(data["parameters"][k], int) for k in ("total", "active", "embedding"))
+
+
+def test_weights_json_reports_moe_active(capsys):
+    data = run_json(capsys, "weights", "--model", "mixtral-8x7b")
+    # Mixtral-8x7B: 46.7B total, 12.9B active (mistral.ai "Mixtral of experts").
+    assert data["parameters"]["total"] == 46_702_792_704
+    assert round(data["parameters"]["active"] / 1e9, 1) == 12.9
+
+
+def test_kv_cache_json_contract(capsys):
+    data = run_json(
+        capsys, "kv-cache", "--model", "llama-3.1-8b", "--context", "8192", "--batch", "4"
+    )
+    # 32 layers x 2 x 8 KV heads x 128 head_dim x 2 bytes (config.json of Llama-3.1-8B).
+    assert data["bytes_per_token"] == 131_072
+    assert data["total_bytes"] == 4 * 8192 * 131_072
+
+
+def test_kv_cache_honours_windows(capsys):
+    data = run_json(capsys, "kv-cache", "--model", "mistral-7b-v0.1", "--context", "32768")
+    # Mistral-7B-v0.1: sliding_window 4096 on every layer; the cache stops growing there.
+    assert data["bytes_per_token"] == 131_072
+    assert data["total_bytes"] == 4096 * 131_072
+
+
+def test_kv_cache_inverse_questions(capsys):
+    data = run_json(
+        capsys, "kv-cache", "--model", "llama-3.1-8b", "--context", "8192", "--free-gib", "10"
+    )
+    # 10 GiB / 128 KiB per token = 81,920 tokens; / (8192 x 128 KiB) = 10 sequences.
+    assert data["max_context"] == 81_920
+    assert data["max_context_limited_by"] == "memory"
+    assert data["max_sequences"] == 10
+
+
+def test_config_path_reads_like_the_preset(capsys, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset("qwen3-8b")))
+    a = run_json(capsys, "weights", "--config", str(path))
+    b = run_json(capsys, "weights", "--model", "qwen3-8b")
+    assert a["parameters"] == b["parameters"]
+    assert a["parameters"]["total"] == 8_190_735_360  # Qwen/Qwen3-8B safetensors metadata
+
+
+def test_envelope_json(capsys):
+    data = run_json(
+        capsys, "envelope", "--model", "llama-3.1-8b", "--context", "8192", "--gpu", "l40s"
+    )
+    assert data["total_bytes"] == sum(line["bytes"] for line in data["lines"])
+    assert data["headroom_bytes"] == data["visible_bytes"] - data["total_bytes"]
+    assert data["fits"] is True
+    assert "l40s" in [c["gpu"] for c in data["cards"] if c["fits"]]
+
+
+def test_tables_label_gib(capsys):
+    assert main(["envelope", "--model", "gemma-2-9b", "--context", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "GiB" in out
+    assert " GB " not in out
+
+
+@pytest.mark.parametrize("command", ["presets", "gpus", "formats"])
+def test_listings(capsys, command):
+    assert main([command, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+
+
+BAD = [
+    (
+        ["kv-cache", "--model", "gpt2", "--context", "-4"],
+        "context must be a positive integer, got -4",
+    ),
+    (
+        ["kv-cache", "--model", "gpt2", "--context", "0"],
+        "context must be a positive integer, got 0",
+    ),
+    (["kv-cache", "--model", "gpt2", "--context", "8", "--batch", "0"], "batch"),
+    (["kv-cache", "--model", "gpt2", "--context", "abc"], "--context: invalid int value: 'abc'"),
+    (["kv-cache", "--model", "gpt2", "--context", "8", "--kv-format", "fp4"], "kv_format"),
+    (["weights", "--model", "gpt2", "--format", "q4"], "format must be one of"),
+    (["weights", "--model", "llama-4"], "model must be one of .*'llama-4'"),
+    (["envelope", "--model", "gpt2", "--context", "8", "--gpu", "h300"], "'h300'"),
+    (["envelope", "--model", "gpt2", "--context", "8", "--reserve", "x"], "ID=VALUE"),
+    (["weights"], "--config --model is required"),
+    (["bogus"], "invalid choice: 'bogus'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "match"), BAD)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, match):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ")
+    assert re.search(match, lines[0])
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ('{"model_type": "llama"', "is not valid JSON"),
+        ("[1, 2]", "config must be a JSON object, got list"),
+        ('{"model_type": "llama", "hidden_size": 64}', "config key 'vocab_size' is missing"),
+        (
+            '{"model_type": "llama", "vocab_size": 10, "hidden_size": -64}',
+            "config key 'hidden_size' must be a positive integer, got -64",
+        ),
+    ],
+)
+def test_bad_config_files(capsys, tmp_path, content, match):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    assert main(["weights", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert match in err
+
+
+def test_missing_config_file(capsys, tmp_path):
+    assert main(["weights", "--config", str(tmp_path / "absent.json")]) == 2
+    assert "cannot be read: No such file or directory" in capsys.readouterr().err
+
+
+def test_real_process_exits_2_without_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "calculators", "kv-cache", "--model", "gpt2", "--context", "-4"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "error: context must be a positive integer, got -4\n"
+    assert "Traceback" not in proc.stderr

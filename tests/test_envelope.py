@@ -1,0 +1,140 @@
+"""The inference envelope: named lines that add up, reserves, verdict and card fit."""
+
+from math import ceil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calculators.activations import inference_workspace
+from calculators.envelope import EnvelopeQuery, memory_envelope
+from calculators.gpus import GPUS, get_gpu
+from calculators.kv_cache import KVSettings, kv_cache_bytes
+from calculators.presets import load_preset
+from calculators.reserves import default_reserves
+from calculators.spec import ModelSpec
+from calculators.weights import weight_bytes
+
+LLAMA = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
+DSV3 = ModelSpec.from_hf_config(load_preset("deepseek-v3"))
+LINE_IDS = [
+    "weights",
+    "kv_cache",
+    "activations",
+    "runtime_context",
+    "allocator_fragmentation",
+    "framework_overhead",
+]
+
+
+def test_lines_are_named_and_add_up():
+    q = EnvelopeQuery(context=8192, batch=4)
+    r = memory_envelope(LLAMA, q, gpu="l40s")
+    assert [line.id for line in r.lines] == LINE_IDS
+    assert r.total_bytes == sum(line.bytes for line in r.lines)
+    # Llama-3.1-8B in bf16: 8,030,261,248 parameters x 2 bytes (HF safetensors count).
+    assert r.line("weights").bytes == 16_060_522_496
+    # 4 x 8192 tokens x 131,072 bytes per token = 4 GiB exactly.
+    assert r.line("kv_cache").bytes == 4 * 2**30
+    ws = inference_workspace(LLAMA, context=8192, batch=4)
+    assert r.line("activations").bytes == ws.total
+    with pytest.raises(KeyError):
+        r.line("hidden_multiplier")
+
+
+def test_fragmentation_is_a_fraction_of_the_allocations_only():
+    r = memory_envelope(LLAMA, EnvelopeQuery(context=2048), gpu="h100-sxm")
+    demand = sum(r.line(i).bytes for i in ("weights", "kv_cache", "activations"))
+    frac = {d.id: d.value for d in default_reserves("cuda")}["allocator_fragmentation"]
+    assert r.line("allocator_fragmentation").bytes == ceil(frac * demand)
+    fixed = {d.id: d.value for d in default_reserves("cuda") if d.kind == "bytes"}
+    for rid, value in fixed.items():
+        assert r.line(rid).bytes == value
+
+
+def test_verdict_and_headroom_against_the_visible_memory():
+    r = memory_envelope(LLAMA, EnvelopeQuery(context=8192, batch=4), gpu="l40s")
+    assert r.visible_bytes == get_gpu("l40s").visible_bytes
+    assert r.headroom_bytes == r.visible_bytes - r.total_bytes
+    assert r.fits
+    # 16 GiB of bf16 weights cannot fit a card that shows 12 GiB.
+    small = memory_envelope(LLAMA, EnvelopeQuery(context=8192), gpu=None, visible_bytes=12 * 2**30)
+    assert not small.fits
+    assert small.headroom_bytes < 0
+
+
+def test_reserve_overrides_replace_the_default_line():
+    q = EnvelopeQuery(context=1024, reserves={"runtime_context": 0, "allocator_fragmentation": 0})
+    r = memory_envelope(LLAMA, q, gpu="h100-sxm")
+    assert r.line("runtime_context").bytes == 0
+    assert r.line("allocator_fragmentation").bytes == 0
+    assert "set by the user" in r.line("runtime_context").basis
+    assert r.line("runtime_context").source == "user input"
+
+
+def test_cards_use_their_own_runtime_reserves():
+    r = memory_envelope(LLAMA, EnvelopeQuery(context=4096), gpu="h100-sxm")
+    by_id = {c.gpu: c for c in r.cards}
+    assert set(by_id) == {g.id for g in GPUS}
+    cuda_fixed = sum(d.value for d in default_reserves("cuda") if d.kind == "bytes")
+    hip_fixed = sum(d.value for d in default_reserves("hip") if d.kind == "bytes")
+    assert by_id["mi300x"].total_bytes - by_id["h100-sxm"].total_bytes == hip_fixed - cuda_fixed
+    for c in r.cards:
+        assert c.fits == (c.visible_bytes >= c.total_bytes)
+    assert by_id["h100-sxm"].total_bytes == r.total_bytes
+
+
+def test_mtp_modules_are_left_out_unless_asked():
+    base = memory_envelope(DSV3, EnvelopeQuery(context=1024, weights_format="fp8-e4m3-block128"))
+    with_mtp = memory_envelope(
+        DSV3, EnvelopeQuery(context=1024, weights_format="fp8-e4m3-block128", include_mtp=True)
+    )
+    w = weight_bytes(DSV3, "fp8-e4m3-block128")
+    assert base.line("weights").bytes == w.main_bytes
+    assert with_mtp.line("weights").bytes == w.total_bytes
+    assert w.mtp_bytes > 0
+
+
+def test_kv_settings_flow_through():
+    kv = KVSettings(kv_format="fp8", allocation="paged", block_size=32)
+    r = memory_envelope(LLAMA, EnvelopeQuery(context=1000, batch=3, kv=kv))
+    expected = kv_cache_bytes(LLAMA, context=1000, batch=3, settings=kv).total_bytes
+    assert r.line("kv_cache").bytes == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"context": 0}, "context must be a positive integer, got 0"),
+        ({"context": 10, "batch": -1}, "batch must be a positive integer, got -1"),
+        ({"context": 10, "reserves": {"magic": 1}}, "reserve must be one of .*'magic'"),
+        ({"context": 10, "reserves": {"allocator_fragmentation": 1.5}}, "1.5"),
+        ({"context": 10, "reserves": {"runtime_context": -1}}, "runtime_context.*-1"),
+    ],
+)
+def test_bad_queries_name_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        EnvelopeQuery(**kwargs)
+
+
+def test_bad_cards_name_the_field():
+    q = EnvelopeQuery(context=10)
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        memory_envelope(LLAMA, q, gpu="h300")
+    with pytest.raises(ValueError, match="visible_bytes must be a positive integer, got None"):
+        memory_envelope(LLAMA, q, gpu=None)
+    with pytest.raises(ValueError, match="runtime must be cuda or hip; got 'metal'"):
+        memory_envelope(LLAMA, q, gpu=None, visible_bytes=2**30, runtime="metal")
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    context=st.integers(1, 65536),
+    extra=st.integers(0, 65536),
+    batch=st.integers(1, 16),
+)
+def test_more_context_never_lowers_the_total(context, extra, batch):
+    a = memory_envelope(LLAMA, EnvelopeQuery(context=context, batch=batch))
+    b = memory_envelope(LLAMA, EnvelopeQuery(context=context + extra, batch=batch))
+    assert 0 < a.total_bytes <= b.total_bytes
+    assert all(line.bytes >= 0 for line in a.lines)
