@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint demo clean
+.PHONY: setup test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,15 @@ setup: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check calculators tests
+	$(VENV)/bin/ruff format --check calculators tests benchmarks
 
 test: lint
 	$(PY) -m pytest -q
+
+# Accuracy against published figures and speed, as medians; never run as timed tests.
+bench: $(STAMP)
+	$(PY) -m benchmarks.accuracy_weights
+	$(PY) -m benchmarks.speed_calculators
 
 # The site issue turns this into `make serve`; until then, the CLI on a real preset.
 demo: $(STAMP)

@@ -1,0 +1,1 @@
+"""Benchmarks: accuracy against published figures and speed (`make bench`)."""
