@@ -10,21 +10,13 @@ input embedding; that is `active - embedding`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from calculators.spec import ModelSpec
-from calculators.tensors import Tensor, model_tensors
+from calculators.tensors import Category, Tensor, model_tensors
 
-LINES = (
-    "embedding",
-    "position_embedding",
-    "lm_head",
-    "attention",
-    "mlp",
-    "experts",
-    "shared_experts",
-    "router",
-    "norms",
-)
+# The breakdown lines are the tensor categories; MTP modules are reported apart.
+LINES = tuple(c for c in get_args(Category) if c != "mtp")
 
 
 @dataclass(frozen=True, kw_only=True)
