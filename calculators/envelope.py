@@ -22,6 +22,7 @@ from calculators.gpus import GPUS, get_gpu
 from calculators.kv_cache import KVSettings, kv_cache_bytes
 from calculators.reserves import default_reserves
 from calculators.spec import ModelSpec
+from calculators.units import format_gib
 from calculators.weights import weight_bytes
 
 Runtime = Literal["cuda", "hip"]
@@ -157,7 +158,7 @@ def _reserve_lines(runtime: Runtime, demand: int, q: EnvelopeQuery) -> list[Enve
         overridden = r.id in q.reserves
         if r.kind == "fraction":
             amount = ceil(value * demand)
-            basis = f"{value:.1%} of {r.applies_to} ({demand} bytes)"
+            basis = f"{value:.1%} of {r.applies_to}, {format_gib(demand)}"
         else:
             amount = int(value)
             basis = r.applies_to

@@ -6,14 +6,22 @@ from collections.abc import Sequence
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A left-aligned first column and right-aligned others, separated by two spaces."""
+    """Columns separated by two spaces; numeric columns right-aligned, text left-aligned.
+
+    A column is numeric when every non-empty body cell starts with a digit or a sign.
+    """
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    numeric = [
+        i > 0 and all(not r[i] or r[i][0] in "0123456789-+" for r in cells[1:])
+        for i in range(len(headers))
+    ]
 
     def line(row: list[str]) -> str:
-        first = row[0].ljust(widths[0])
-        rest = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest]).rstrip()
+        return "  ".join(
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(row, widths, numeric, strict=True)
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
