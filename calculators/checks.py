@@ -19,3 +19,9 @@ def fraction(name: str, value: object, *, upper: float = 1.0) -> None:
     """Raise ValueError unless `value` is a real number in [0, upper)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < upper:
         raise ValueError(f"{name} must be a number in [0, {upper}), got {value!r}")
+
+
+def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
+    """Raise ValueError unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")

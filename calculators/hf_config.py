@@ -51,20 +51,26 @@ class _Reader:
         value = self.raw(key)
         if value is None and key in self.family.config_defaults:
             value = self.family.config_defaults[key]
-            self.notes.append(f"{key} absent: {value}, the {self.family.model_type} config default")
+            self.note(f"{key} absent: {value}, the {self.family.model_type} config default")
             return value
         if value is None:
             if default is None:
                 raise ValueError(f"config key '{key}' is missing")
             if note:
-                self.notes.append(note)
+                self.note(note)
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"config key '{key}' must be a positive integer, got {value!r}")
         return value
 
     def optional_int(self, key: str) -> int | None:
-        return None if self.raw(key) is None else self.int(key)
+        absent = self.raw(key) is None and key not in self.family.config_defaults
+        return None if absent else self.int(key)
+
+    def note(self, text: str) -> None:
+        """Record an assumption once, however many layers it applies to."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def count(self, key: str, default: int = 0) -> int:
         """A non-negative integer (0 allowed), such as first_k_dense_replace."""
@@ -171,6 +177,15 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
     if rule == "qwen2" and not r.bool("use_sliding_window", False):
         rule = "none"
 
+    pattern = 0
+    if rule == "pattern":
+        pattern = r.int(
+            "sliding_window_pattern",
+            6,
+            note="sliding_window_pattern absent: 6 (five sliding layers, then one full), "
+            "the Gemma3TextConfig default",
+        )
+
     def sliding(i: int) -> bool:
         if rule == "all":
             return True
@@ -179,7 +194,7 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
         if rule == "alternate":
             return i % 2 == 0
         if rule == "pattern":
-            return (i + 1) % r.int("sliding_window_pattern", 6) != 0
+            return (i + 1) % pattern != 0
         return False
 
     return [

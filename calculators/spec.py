@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from calculators.checks import positive_int
+from calculators.checks import non_negative_int, one_of, positive_int
 
 AttentionKind = Literal["full", "sliding", "mla"]
 
@@ -26,6 +26,7 @@ class LayerSpec:
     moe: bool = False
 
     def __post_init__(self) -> None:
+        one_of("attention", self.attention, ("full", "sliding", "mla"))
         if self.attention == "sliding":
             positive_int("window", self.window)
         elif self.window is not None:
@@ -64,8 +65,8 @@ class MoESpec:
                 f"experts_per_token must be at most n_routed_experts ({self.n_routed_experts}), "
                 f"got {self.experts_per_token}"
             )
-        if self.n_shared_experts < 0 or self.shared_intermediate_size < 0:
-            raise ValueError("n_shared_experts and shared_intermediate_size must be >= 0")
+        non_negative_int("n_shared_experts", self.n_shared_experts)
+        non_negative_int("shared_intermediate_size", self.shared_intermediate_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,8 +158,10 @@ class ModelSpec:
             raise ValueError("moe must be set when a layer is MoE")
         if self.max_position_embeddings is not None:
             positive_int("max_position_embeddings", self.max_position_embeddings)
-        if self.mtp_layers < 0:
-            raise ValueError(f"num_nextn_predict_layers must be >= 0, got {self.mtp_layers}")
+        non_negative_int("mtp_layers", self.mtp_layers)
+        one_of("qk_norm", self.qk_norm, ("per_head", "full", None))
+        one_of("norm", self.norm, ("rmsnorm", "layernorm"))
+        one_of("mlp", self.mlp, ("gated", "plain"))
 
     @property
     def norms_per_layer(self) -> int:
