@@ -7,7 +7,7 @@ as 4.37e9 are the README's or listing's rounded decimal GB. Published GGUF sizes
 include the file's metadata (vocabulary, ~0.7 MB for 32k tokens, ~7.8 MB for
 Llama 3), which the calculator does not count, so GGUF results sit slightly below the
 file. Instruct models share their base model's shapes, so the base presets are used.
-Read by tests/test_weights_published.py and benchmarks/accuracy_weights.py.
+Read by tests/test_reference_sizes.py and benchmarks/accuracy_weights.py.
 """
 
 from __future__ import annotations
