@@ -15,6 +15,7 @@ Allocation:
   dynamic: tokens actually held (transformers' DynamicCache);
   paged:   each sequence's tokens rounded up to whole blocks of `block_size`
            (vLLM PagedAttention, Kwon et al. 2023, arXiv:2309.06180; default 16);
+           a sliding layer past its window holds ceil((window - 1) / block) + 1 blocks;
   static:  preallocated for `max_length` tokens whatever the context
            (transformers' StaticCache, max_cache_len).
 """
@@ -112,10 +113,20 @@ def kv_bytes_per_token(spec: ModelSpec, settings: KVSettings | None = None) -> i
 
 
 def _tokens_held(layer: LayerSpec, length: int, settings: KVSettings) -> int:
-    held = min(length, layer.window) if layer.attention == "sliding" else length
-    if settings.allocation == "paged":
-        held = ceil(held / settings.block_size) * settings.block_size
-    return held
+    """Token slots one sequence holds in one layer.
+
+    A paged sliding-window layer past its window keeps the blocks that the last
+    `window` tokens touch; they rarely start on a block edge, so that is
+    ceil((window - 1) / block) + 1 blocks (vLLM SlidingWindowSpec.max_memory_usage_bytes,
+    vllm/v1/kv_cache_interface.py, which frees blocks wholly outside the window).
+    """
+    sliding = layer.attention == "sliding" and layer.window is not None
+    if settings.allocation != "paged":
+        return min(length, layer.window) if sliding else length
+    block = settings.block_size
+    if sliding and length > layer.window:
+        return (ceil((layer.window - 1) / block) + 1) * block
+    return ceil(length / block) * block
 
 
 def kv_cache_bytes(
@@ -207,7 +218,8 @@ def max_context(
     settings = settings or KVSettings()
     non_negative_int("free_bytes", free_bytes)
     positive_int("batch", batch)
-    limit = limit or spec.max_position_embeddings
+    if limit is None:
+        limit = spec.max_position_embeddings
     if limit is None:
         raise ValueError("limit is required when the model has no max_position_embeddings")
     positive_int("limit", limit)
