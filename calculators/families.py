@@ -27,6 +27,7 @@ class Family:
                       text_config of gemma-3-4b leaves out); without a head_dim entry,
                       head_dim = hidden_size // num_attention_heads.
     qkv_bias:         q/k/v projections carry a bias whatever the config says.
+    linear_biases:    every linear layer carries a bias (GPT-2's Conv1D layers).
     bias_key:         config key that switches q/k/v/o biases on, if any.
     qk_norm:          "per_head": RMSNorm of size head_dim on q and k (Qwen3, Gemma 3);
                       "full": RMSNorm over all heads (OLMo 2); None: no q/k norm.
@@ -48,6 +49,7 @@ class Family:
     tie_default: bool
     config_defaults: dict[str, int] = field(default_factory=dict)
     qkv_bias: bool = False
+    linear_biases: bool = False
     bias_key: str | None = "attention_bias"
     qk_norm: Literal["per_head", "full"] | None = None
     norm_names: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
@@ -184,6 +186,7 @@ FAMILIES: dict[str, Family] = {
             model_type="gpt2",
             tie_default=True,
             qkv_bias=True,
+            linear_biases=True,
             bias_key=None,
             norm="layernorm",
             mlp="plain",
