@@ -133,10 +133,6 @@ def _head_dim(r: _Reader, family: Family, hidden: int, heads: int) -> int:
     return hidden // heads
 
 
-def _window(r: _Reader, family: Family) -> int:
-    return r.int("sliding_window")
-
-
 def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpec]:
     """Per-layer attention: explicit `layer_types` first, then the family's rule."""
     if family.attention == "mla":
@@ -161,7 +157,7 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
             if kind == "full_attention":
                 layers.append(LayerSpec(attention="full"))
             elif kind == "sliding_attention":
-                layers.append(LayerSpec(attention="sliding", window=_window(r, family)))
+                layers.append(LayerSpec(attention="sliding", window=r.int("sliding_window")))
             else:
                 raise ValueError(
                     "config key 'layer_types' entries must be 'full_attention' or "
@@ -198,7 +194,7 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
         return False
 
     return [
-        LayerSpec(attention="sliding", window=_window(r, family))
+        LayerSpec(attention="sliding", window=r.int("sliding_window"))
         if sliding(i)
         else LayerSpec(attention="full")
         for i in range(n_layers)
