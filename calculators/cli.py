@@ -1,4 +1,4 @@
-"""Command line: `python -m calculators weights|kv-cache|envelope|presets|gpus|formats`.
+"""Command line: `python -m calculators weights|kv-cache|envelope|seeds|presets|gpus|formats`.
 
 Tables by default, `--json` for machines. Bad input of any kind ends with one line
 on stderr, `error: ...` naming the field and the value, and exit status 2.
@@ -26,6 +26,12 @@ from calculators.kv_formats import KV_FORMATS
 from calculators.params import parameter_counts
 from calculators.presets import get_preset, load_preset, preset_ids
 from calculators.render import table
+from calculators.seeds import (
+    PairedComparison,
+    minimum_detectable_effect,
+    paired_difference,
+    seeds_needed,
+)
 from calculators.spec import ModelSpec
 from calculators.units import GIB, format_count, format_gib
 from calculators.weights import weight_bytes
@@ -254,6 +260,55 @@ def cmd_envelope(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return {"model": spec.name, **_envelope_json(r)}, "\n".join(text + _assumption_lines(spec))
 
 
+def _scores(flag: str, text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+
+
+def cmd_seeds(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    data: dict[str, Any] = {}
+    text: list[str] = []
+    if args.a is not None or args.b is not None:
+        if args.a is None or args.b is None:
+            raise UsageError("--a and --b must be given together")
+        r = paired_difference(
+            PairedComparison(
+                a=_scores("--a", args.a), b=_scores("--b", args.b), confidence=args.confidence
+            )
+        )
+        data["paired"] = {**vars(r), "excludes_zero": r.excludes_zero}
+        p = "n/a (all differences equal)" if r.p_value is None else f"{r.p_value:.4g}"
+        text.append(
+            f"{r.seeds} paired seeds: mean difference (b - a) {r.mean_difference:.4g}, "
+            f"sd {r.sd_difference:.4g}\n{r.confidence:.0%} interval "
+            f"[{r.ci_low:.4g}, {r.ci_high:.4g}] (t = {r.t_critical:.4g}, df {r.seeds - 1}); "
+            f"two-sided p {p}; " + ("excludes 0" if r.excludes_zero else "includes 0")
+        )
+        sd = args.sd_difference if args.sd_difference is not None else r.sd_difference
+        seeds = args.seeds if args.seeds is not None else r.seeds
+    else:
+        sd, seeds = args.sd_difference, args.seeds
+    # sd 0 from identical differences has no MDE; a user-given sd is always checked
+    if sd is not None and seeds is not None and (sd > 0 or args.sd_difference is not None):
+        mde = minimum_detectable_effect(sd, seeds, alpha=args.alpha, power=args.power)
+        data["minimum_detectable_effect"] = mde
+        text.append(
+            f"Minimum detectable effect with {seeds} seeds (alpha {args.alpha}, "
+            f"power {args.power}): {mde:.4g}"
+        )
+    if args.effect is not None:
+        if sd is None:
+            raise UsageError("--effect needs --sd-difference or --a/--b")
+        n = seeds_needed(args.effect, sd, alpha=args.alpha, power=args.power)
+        data["seeds_needed"] = n
+        text.append(f"Seeds needed to detect {args.effect:g}: {n}")
+    if not data:
+        raise UsageError("give --a and --b, or --sd-difference with --seeds or --effect")
+    return data, "\n".join(text)
+
+
 def cmd_presets(args: argparse.Namespace) -> tuple[Any, str]:
     rows = [get_preset(pid) for pid in preset_ids()]
     data = [vars(p) for p in rows]
@@ -361,6 +416,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a reserve line, e.g. runtime_context=536870912",
     )
     p.set_defaults(run=cmd_envelope)
+
+    p = sub.add_parser("seeds", help="paired seed statistics: interval, MDE, seeds needed")
+    p.add_argument("--a", metavar="SCORES", help="variant A scores, one per seed: 0.81,0.80")
+    p.add_argument("--b", metavar="SCORES", help="variant B scores, same seeds, same order")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level")
+    p.add_argument("--sd-difference", type=float, help="sd of per-seed differences")
+    p.add_argument("--seeds", type=int, help="seeds for the minimum detectable effect")
+    p.add_argument("--effect", type=float, help="gap to detect: how many seeds it needs")
+    p.add_argument("--alpha", type=float, default=0.05, help="two-sided test level")
+    p.add_argument("--power", type=float, default=0.8, help="probability to detect")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=cmd_seeds)
 
     for name, run, text in (
         ("presets", cmd_presets, "shipped model presets"),

@@ -91,6 +91,26 @@ def test_listings(capsys, command):
     assert json.loads(capsys.readouterr().out)
 
 
+def test_seeds_json(capsys):
+    data = run_json(
+        capsys,
+        "seeds",
+        "--a",
+        "0.80,0.82,0.79,0.81,0.80",
+        "--b",
+        "0.82,0.83,0.81,0.84,0.81",
+        "--effect",
+        "0.5",
+        "--sd-difference",
+        "1.0",
+    )
+    assert data["paired"]["mean_difference"] == pytest.approx(0.018)
+    assert round(data["paired"]["t_critical"], 3) == 2.776  # NIST t table, df 4
+    assert data["paired"]["excludes_zero"] is True
+    # G*Power 3.1, matched pairs, dz = 0.5, two tails, alpha 0.05, power 0.8: n = 34
+    assert data["seeds_needed"] == 34
+
+
 BAD = [
     (
         ["kv-cache", "--model", "gpt2", "--context", "-4"],
@@ -109,6 +129,12 @@ BAD = [
     (["envelope", "--model", "gpt2", "--context", "8", "--reserve", "x"], "ID=VALUE"),
     (["weights"], "--config --model is required"),
     (["bogus"], "invalid choice: 'bogus'"),
+    (["seeds"], "give --a and --b"),
+    (["seeds", "--a", "1,2"], "--a and --b must be given together"),
+    (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
+    (["seeds", "--sd-difference", "0", "--seeds", "5"], "sd_difference must be a positive"),
+    (["seeds", "--sd-difference", "1", "--seeds", "1"], "seeds must be at least 2, got 1"),
+    (["seeds", "--sd-difference", "1", "--seeds", "5", "--power", "2"], "power must be in"),
 ]
 
 
