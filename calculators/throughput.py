@@ -5,10 +5,11 @@ Training FLOPs per token (Chowdhery et al. 2022, PaLM, arXiv:2204.02311, appendi
   6 N + 12 L H Q T
 with N the parameters a token's matmuls use (active parameters without the
 embeddings, which are lookups, plus the output projection, a matmul even when
-tied), L layers, H query heads, Q head size and T the sequence length (the tokens each query attends to,
-capped at the window on sliding layers). For MLA the key and value head sizes differ
-and 12 H Q becomes 6 H (Q_k + Q_v). The attention term counts the full T x T
-product, as PaLM does; causal kernels skip about half of it, which MFU then absorbs.
+tied), L layers, H query heads, Q head size and T the sequence length (the
+tokens each query attends to, capped at the window on sliding layers). For MLA
+the key and value head sizes differ and 12 H Q becomes 6 H (Q_k + Q_v). The
+attention term counts the full T x T product, as PaLM does; causal kernels skip
+about half of it, which MFU then absorbs.
 
 Time = FLOPs / (GPUs x peak x MFU). MFU is an input; `MFU_REFERENCES` holds
 published values to choose it from.
