@@ -1,4 +1,5 @@
-"""Command line: `python -m calculators weights|kv-cache|envelope|seeds|presets|gpus|formats`.
+"""Command line: `python -m calculators SUBCOMMAND` (weights, kv-cache, envelope, throughput,
+seeds, presets, gpus, formats).
 
 Tables by default, `--json` for machines. Bad input of any kind ends with one line
 on stderr, `error: ...` naming the field and the value, and exit status 2.
@@ -33,6 +34,7 @@ from calculators.seeds import (
     seeds_needed,
 )
 from calculators.spec import ModelSpec
+from calculators.throughput import inference_bounds, training_time
 from calculators.units import GIB, format_count, format_gib
 from calculators.weights import weight_bytes
 
@@ -260,6 +262,44 @@ def cmd_envelope(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return {"model": spec.name, **_envelope_json(r)}, "\n".join(text + _assumption_lines(spec))
 
 
+def cmd_throughput(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    spec = _load_spec(args)
+    t = training_time(
+        spec,
+        tokens=args.tokens,
+        seq_len=args.seq_len,
+        gpu=args.gpu,
+        gpus=args.gpus,
+        mfu=args.mfu,
+        precision=args.precision,
+    )
+    b = inference_bounds(
+        spec,
+        gpu=args.gpu,
+        context=args.context,
+        batch=args.batch,
+        weights_format=args.format,
+        kv=_kv_settings(args),
+        precision=args.precision,
+    )
+    data = {
+        "model": spec.name,
+        "training": {**vars(t), "gpu_hours": t.gpu_hours},
+        "inference": vars(b),
+    }
+    text = [
+        f"{spec.name} on {args.gpus} x {args.gpu}, {args.precision}, MFU {args.mfu:.0%}",
+        f"Training: {t.flops_per_token:.4g} FLOPs per token at sequence {args.seq_len:,}; "
+        f"{args.tokens:,} tokens take {t.seconds / 3600:,.2f} h wall clock "
+        f"({t.gpu_hours:,.1f} GPU-hours, {t.tokens_per_second:,.0f} tokens/s)",
+        f"Decode upper bound, batch {b.batch} at context {b.context:,}: "
+        f"{b.decode_tokens_per_second:,.0f} tokens/s ({b.decode_bound}-bound, "
+        f"{format_gib(b.bytes_per_step)} read per step)",
+        f"Prefill upper bound: {b.prefill_tokens_per_second:,.0f} tokens/s (compute peak)",
+    ]
+    return data, "\n".join(text)
+
+
 def _scores(flag: str, text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(",") if x.strip())
@@ -416,6 +456,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a reserve line, e.g. runtime_context=536870912",
     )
     p.set_defaults(run=cmd_envelope)
+
+    p = sub.add_parser("throughput", help="training time at an MFU, decode/prefill bounds")
+    model_args(p)
+    p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs training together")
+    p.add_argument("--tokens", type=int, default=10**9, help="training tokens")
+    p.add_argument("--seq-len", type=int, default=4096, help="training sequence length")
+    p.add_argument("--mfu", type=float, default=0.3, help="model FLOPs utilisation, (0, 1]")
+    p.add_argument("--precision", default="bf16", help="bf16 or fp8 tensor peak")
+    p.add_argument("--format", default="bf16", help="weights format for decoding")
+    kv_args(p)
+    p.set_defaults(run=cmd_throughput)
 
     p = sub.add_parser("seeds", help="paired seed statistics: interval, MDE, seeds needed")
     p.add_argument("--a", metavar="SCORES", help="variant A scores, one per seed: 0.81,0.80")

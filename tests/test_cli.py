@@ -111,6 +111,29 @@ def test_seeds_json(capsys):
     assert data["seeds_needed"] == 34
 
 
+def test_throughput_json(capsys):
+    data = run_json(
+        capsys,
+        "throughput",
+        "--model",
+        "llama-3.1-8b",
+        "--gpus",
+        "8",
+        "--mfu",
+        "0.4",
+        "--tokens",
+        "1000000000",
+        "--seq-len",
+        "8192",
+        "--context",
+        "4096",
+    )
+    # PaLM appendix B: 6 x 7,504,924,672 + 12 x 32 layers x 32 heads x 128 x 8192
+    assert data["training"]["flops_per_token"] == 6 * 7_504_924_672 + 12 * 32 * 32 * 128 * 8192
+    assert data["inference"]["decode_bound"] == "bandwidth"
+    assert data["training"]["gpu_hours"] == pytest.approx(data["training"]["seconds"] * 8 / 3600)
+
+
 BAD = [
     (
         ["kv-cache", "--model", "gpt2", "--context", "-4"],
@@ -130,6 +153,8 @@ BAD = [
     (["weights"], "--config --model is required"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["seeds"], "give --a and --b"),
+    (["throughput", "--model", "gpt2", "--context", "8", "--mfu", "2"], "mfu must be in"),
+    (["throughput", "--model", "gpt2", "--context", "8", "--gpus", "0"], "gpus must be a"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
     (["seeds", "--sd-difference", "0", "--seeds", "5"], "sd_difference must be a positive"),
