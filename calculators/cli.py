@@ -1,5 +1,5 @@
 """Command line: `python -m calculators SUBCOMMAND` (weights, kv-cache, envelope, throughput,
-seeds, presets, gpus, formats).
+batch, seeds, presets, gpus, formats).
 
 Tables by default, `--json` for machines. Bad input of any kind ends with one line
 on stderr, `error: ...` naming the field and the value, and exit status 2.
@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from calculators.batch import BatchQuery, accumulation_for, effective_batch
 from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
 from calculators.formats import FORMATS
 from calculators.gpus import GPUS
@@ -300,6 +301,39 @@ def cmd_throughput(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return data, "\n".join(text)
 
 
+def cmd_batch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    data: dict[str, Any] = {}
+    accumulation = args.accumulation
+    if args.global_batch is not None:
+        if args.accumulation is not None:
+            raise UsageError("give --accumulation or --global-batch, not both")
+        accumulation = accumulation_for(args.global_batch, args.micro_batch, args.gpus)
+        data["accumulation_steps"] = accumulation
+    r = effective_batch(
+        BatchQuery(
+            micro_batch=args.micro_batch,
+            accumulation=accumulation or 1,
+            gpus=args.gpus,
+            seq_len=args.seq_len,
+            packing=args.mean_tokens is None,
+            mean_sequence_tokens=args.mean_tokens,
+        )
+    )
+    data.update(vars(r))
+    text = [
+        f"{args.micro_batch} per micro-batch x {accumulation or 1} accumulation steps x "
+        f"{args.gpus} GPUs = {r.sequences_per_update:,} sequences per update",
+        f"{r.tokens_per_update:,} tokens per update"
+        + (
+            ""
+            if r.packing
+            else f" ({r.padding_fraction:.1%} of {r.slots_per_update:,} slots are padding)"
+        ),
+        "Normalise the loss by the update's total token count, not per micro-batch.",
+    ]
+    return data, "\n".join(text)
+
+
 def _scores(flag: str, text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(",") if x.strip())
@@ -468,6 +502,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="bf16", help="weights format for decoding")
     kv_args(p)
     p.set_defaults(run=cmd_throughput)
+
+    p = sub.add_parser("batch", help="effective batch: sequences and tokens per update")
+    p.add_argument("--micro-batch", type=int, required=True, help="sequences per GPU per step")
+    p.add_argument("--accumulation", type=int, help="micro-batches per update")
+    p.add_argument("--gpus", type=int, default=1, help="data-parallel ranks")
+    p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence slot")
+    p.add_argument("--global-batch", type=int, help="target sequences per update")
+    p.add_argument("--mean-tokens", type=int, help="mean real tokens per padded sequence")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=cmd_batch)
 
     p = sub.add_parser("seeds", help="paired seed statistics: interval, MDE, seeds needed")
     p.add_argument("--a", metavar="SCORES", help="variant A scores, one per seed: 0.81,0.80")

@@ -134,6 +134,24 @@ def test_throughput_json(capsys):
     assert data["training"]["gpu_hours"] == pytest.approx(data["training"]["seconds"] * 8 / 3600)
 
 
+def test_batch_json(capsys):
+    data = run_json(
+        capsys,
+        "batch",
+        "--micro-batch",
+        "4",
+        "--gpus",
+        "8",
+        "--seq-len",
+        "2048",
+        "--global-batch",
+        "256",
+    )
+    assert data["accumulation_steps"] == 8  # 256 / (4 x 8)
+    assert data["sequences_per_update"] == 256
+    assert data["tokens_per_update"] == 256 * 2048
+
+
 BAD = [
     (
         ["kv-cache", "--model", "gpt2", "--context", "-4"],
@@ -153,6 +171,25 @@ BAD = [
     (["weights"], "--config --model is required"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["seeds"], "give --a and --b"),
+    (
+        ["batch", "--micro-batch", "3", "--gpus", "4", "--seq-len", "8", "--global-batch", "100"],
+        "global_batch 100 is not a multiple",
+    ),
+    (["batch", "--micro-batch", "0", "--seq-len", "8"], "micro_batch must be a positive"),
+    (
+        [
+            "batch",
+            "--micro-batch",
+            "2",
+            "--seq-len",
+            "8",
+            "--accumulation",
+            "2",
+            "--global-batch",
+            "8",
+        ],
+        "not both",
+    ),
     (["throughput", "--model", "gpt2", "--context", "8", "--mfu", "2"], "mfu must be in"),
     (["throughput", "--model", "gpt2", "--context", "8", "--gpus", "0"], "gpus must be a"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
