@@ -1,5 +1,5 @@
 """Command line: `python -m calculators SUBCOMMAND` (weights, kv-cache, envelope, throughput,
-batch, seeds, presets, gpus, formats).
+batch, budget, seeds, presets, gpus, formats).
 
 Tables by default, `--json` for machines. Bad input of any kind ends with one line
 on stderr, `error: ...` naming the field and the value, and exit status 2.
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from calculators.batch import BatchQuery, accumulation_for, effective_batch
+from calculators.budget import EXAMPLE_PHASES, Campaign, Package, Phase, campaign_budget
 from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
 from calculators.formats import FORMATS
 from calculators.gpus import GPUS
@@ -334,6 +335,108 @@ def cmd_batch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return data, "\n".join(text)
 
 
+def _fields(flag: str, text: str, n_min: int, n_max: int) -> list[str]:
+    parts = text.split(":")
+    if not n_min <= len(parts) <= n_max:
+        raise UsageError(
+            f"{flag} must have {n_min} to {n_max} fields separated by ':', got {text!r}"
+        )
+    return parts
+
+
+def _number(flag: str, text: str, kind: type) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise UsageError(f"{flag} field must be a number, got {text!r}") from None
+
+
+def cmd_budget(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    phases = EXAMPLE_PHASES
+    if args.phase:
+        phases = tuple(
+            Phase(
+                name=f[0],
+                runs=_number("--phase", f[1], int),
+                gpu_hours_per_run=_number("--phase", f[2], float),
+                gpus_per_run=_number("--phase", f[3], int) if len(f) == 4 else 1,
+            )
+            for f in (_fields("--phase", text, 3, 4) for text in args.phase)
+        )
+    packages = None
+    if args.package:
+        packages = tuple(
+            Package(
+                days=_number("--package", f[0], int),
+                gpus=_number("--package", f[1], int),
+                price_usd=_number("--package", f[2], float),
+                label=f"{f[0]}-day offer",
+            )
+            for f in (_fields("--package", text, 3, 3) for text in args.package)
+        )
+    r = campaign_budget(
+        Campaign(
+            phases=phases,
+            gpus=args.gpus,
+            price_per_gpu_hour=args.price,
+            margin=args.margin,
+            decisions=args.decisions,
+            packages=packages,
+        )
+    )
+    data = {
+        "phases": [vars(p) for p in r.phases],
+        "gpu_hours": r.gpu_hours,
+        "margin_gpu_hours": r.margin_gpu_hours,
+        "wall_hours": r.wall_hours,
+        "wall_days": r.wall_days,
+        "cost_usd": r.cost_usd,
+        "cost_per_decision": r.cost_per_decision,
+        "packages": [vars(k) for k in r.packages],
+        "schedule": list(r.schedule),
+        "example_phases": not args.phase,
+    }
+    rows = [
+        [p.name, f"{p.runs} + {p.reruns}", f"{p.gpu_hours:,.1f}", f"{p.wall_hours:,.1f}"]
+        for p in r.phases
+    ]
+    rows.append(["total", "", f"{r.gpu_hours:,.1f}", f"{r.wall_hours:,.1f}"])
+    best = r.cheapest_covering
+    text = [
+        (
+            "Example phases (pass --phase NAME:RUNS:GPU_HOURS[:GPUS] for yours)\n"
+            if not args.phase
+            else ""
+        )
+        + table(["phase", "runs + reruns", "GPU-hours", "wall hours"], rows),
+        f"\n{r.wall_days:.2f} days on {args.gpus} GPUs; ${r.cost_usd:,.2f} at "
+        f"${args.price:,.2f} per GPU-hour"
+        + ("" if r.cost_per_decision is None else f", ${r.cost_per_decision:,.2f} per decision"),
+        table(
+            ["package", "covers", "slack hours", "USD"],
+            [
+                [
+                    k.label,
+                    "yes" if k.covers else "no",
+                    f"{k.slack_hours:,.1f}",
+                    f"{k.price_usd:,.2f}",
+                ]
+                for k in r.packages
+            ],
+        ),
+        "Cheapest package that covers the plan: " + (best.label if best else "none"),
+        "",
+        table(
+            ["day", "GPU-hours by phase"],
+            [
+                [str(i + 1), ", ".join(f"{n} {h:,.1f}" for n, h in day.items())]
+                for i, day in enumerate(r.schedule)
+            ],
+        ),
+    ]
+    return data, "\n".join(text)
+
+
 def _scores(flag: str, text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(",") if x.strip())
@@ -512,6 +615,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean-tokens", type=int, help="mean real tokens per padded sequence")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=cmd_batch)
+
+    p = sub.add_parser("budget", help="campaign GPU-hours, days, cost and packages")
+    p.add_argument(
+        "--phase",
+        action="append",
+        default=[],
+        metavar="NAME:RUNS:GPU_HOURS[:GPUS]",
+        help="a phase; repeat in order (default: an example campaign)",
+    )
+    p.add_argument("--gpus", type=int, default=1, help="GPUs rented in parallel")
+    p.add_argument("--price", type=float, required=True, help="USD per GPU-hour")
+    p.add_argument("--margin", type=float, default=0.2, help="share of runs redone")
+    p.add_argument("--decisions", type=int, help="useful results, for cost per decision")
+    p.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="DAYS:GPUS:USD",
+        help="a rental offer to compare (default: 3/7/30-day examples)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=cmd_budget)
 
     p = sub.add_parser("seeds", help="paired seed statistics: interval, MDE, seeds needed")
     p.add_argument("--a", metavar="SCORES", help="variant A scores, one per seed: 0.81,0.80")

@@ -152,6 +152,27 @@ def test_batch_json(capsys):
     assert data["tokens_per_update"] == 256 * 2048
 
 
+def test_budget_json(capsys):
+    data = run_json(
+        capsys,
+        "budget",
+        "--phase",
+        "experiments:12:6",
+        "--gpus",
+        "4",
+        "--price",
+        "2.5",
+        "--decisions",
+        "3",
+        "--package",
+        "3:4:700",
+    )
+    assert data["gpu_hours"] == 90.0  # 15 runs (12 + 3 reruns) x 6 GPU-hours
+    assert data["cost_usd"] == 225.0
+    assert data["packages"][0]["covers"] is True
+    assert data["example_phases"] is False
+
+
 BAD = [
     (
         ["kv-cache", "--model", "gpt2", "--context", "-4"],
@@ -171,6 +192,10 @@ BAD = [
     (["weights"], "--config --model is required"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["seeds"], "give --a and --b"),
+    (["budget", "--price", "0"], "price_per_gpu_hour must be a positive number, got 0"),
+    (["budget", "--price", "2", "--phase", "x:1"], "--phase must have 3 to 4 fields"),
+    (["budget", "--price", "2", "--phase", "x:a:1"], "--phase field must be a number"),
+    (["budget", "--price", "2", "--phase", "x:0:1"], "x: runs must be a positive"),
     (
         ["batch", "--micro-batch", "3", "--gpus", "4", "--seq-len", "8", "--global-batch", "100"],
         "global_batch 100 is not a multiple",

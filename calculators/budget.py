@@ -1,0 +1,245 @@
+"""Campaign budget: GPU-hours, wall-clock days, cost, rental packages and a schedule.
+
+A campaign is phases run one after the other (an initial check before the
+experiments, evaluation after them, ...). A phase has `runs` runs of
+`gpu_hours_per_run` GPU-hours each on `gpus_per_run` GPUs; with G GPUs rented,
+floor(G / gpus_per_run) runs go at once. Interrupted or invalid runs are budgeted
+as a named margin line: ceil(runs x margin) extra runs per phase.
+
+  phase GPU-hours  = (runs + reruns) x gpu_hours_per_run
+  phase wall hours = (ceil(runs / concurrent) + ceil(reruns / concurrent))
+                     x gpu_hours_per_run / gpus_per_run   (reruns follow the runs they redo)
+  total            = sum over phases (phases do not overlap)
+  cost at an hourly price = total GPU-hours x price per GPU-hour
+  a package of D days on G' GPUs covers the plan when G' >= G and 24 D >= wall hours
+
+Prices are inputs. `example_packages` builds 3-, 7- and 30-day packages from an
+hourly price with example discounts: they show the calculation, they are not quotes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil, floor, isfinite
+
+from calculators.checks import fraction, positive_int
+
+
+def _positive_number(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase:
+    """One phase: `runs` runs of `gpu_hours_per_run` GPU-hours on `gpus_per_run` GPUs."""
+
+    name: str
+    runs: int
+    gpu_hours_per_run: float
+    gpus_per_run: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"phase name must be a non-empty string, got {self.name!r}")
+        positive_int(f"{self.name}: runs", self.runs)
+        _positive_number(f"{self.name}: gpu_hours_per_run", self.gpu_hours_per_run)
+        positive_int(f"{self.name}: gpus_per_run", self.gpus_per_run)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Package:
+    """A rental offer: `gpus` GPUs for `days` days at `price_usd` in all."""
+
+    days: int
+    gpus: int
+    price_usd: float
+    label: str
+
+    def __post_init__(self) -> None:
+        positive_int("package days", self.days)
+        positive_int("package gpus", self.gpus)
+        _positive_number("package price_usd", self.price_usd)
+
+
+# Example discounts for longer rentals, for illustration only (not market data).
+EXAMPLE_DISCOUNTS: dict[int, float] = {3: 0.0, 7: 0.10, 30: 0.25}
+
+
+def example_packages(gpus: int, price_per_gpu_hour: float) -> tuple[Package, ...]:
+    """3-, 7- and 30-day packages at the hourly price less EXAMPLE_DISCOUNTS (examples)."""
+    positive_int("gpus", gpus)
+    _positive_number("price_per_gpu_hour", price_per_gpu_hour)
+    return tuple(
+        Package(
+            days=d,
+            gpus=gpus,
+            price_usd=d * 24 * gpus * price_per_gpu_hour * (1 - off),
+            label=f"{d}-day example ({off:.0%} off the hourly price; not a quote)",
+        )
+        for d, off in EXAMPLE_DISCOUNTS.items()
+    )
+
+
+# An example campaign for a first fine-tuning project (hours are examples, not defaults).
+EXAMPLE_PHASES: tuple[Phase, ...] = (
+    Phase(name="initial check", runs=2, gpu_hours_per_run=1.0),
+    Phase(name="experiments", runs=12, gpu_hours_per_run=6.0),
+    Phase(name="evaluation", runs=12, gpu_hours_per_run=0.5),
+    Phase(name="resumption test", runs=1, gpu_hours_per_run=2.0),
+    Phase(name="export", runs=1, gpu_hours_per_run=1.0),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Campaign:
+    """Phases, the GPUs rented, the hourly price and the rerun margin.
+
+    decisions: useful results the campaign is for (variants compared, a final choice),
+    for the cost per decision; None leaves it out.
+    packages: offers to compare; None builds `example_packages`.
+    """
+
+    phases: tuple[Phase, ...]
+    gpus: int
+    price_per_gpu_hour: float
+    margin: float = 0.2
+    decisions: int | None = None
+    packages: tuple[Package, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.phases:
+            raise ValueError("phases must list at least one phase, got none")
+        positive_int("gpus", self.gpus)
+        _positive_number("price_per_gpu_hour", self.price_per_gpu_hour)
+        fraction("margin", self.margin, upper=10.0)
+        if self.decisions is not None:
+            positive_int("decisions", self.decisions)
+        for p in self.phases:
+            if p.gpus_per_run > self.gpus:
+                raise ValueError(
+                    f"{p.name}: gpus_per_run must be at most gpus ({self.gpus}), "
+                    f"got {p.gpus_per_run}"
+                )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhasePlan:
+    """A phase as scheduled."""
+
+    name: str
+    runs: int
+    reruns: int
+    concurrent: int
+    gpu_hours: float
+    margin_gpu_hours: float
+    start_hour: float
+    wall_hours: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageFit:
+    """A package against the plan: covers it or not, with the slack and the cost."""
+
+    label: str
+    days: int
+    gpus: int
+    price_usd: float
+    covers: bool
+    slack_hours: float
+    cost_per_decision: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetResult:
+    """Totals, per-phase plan, packages, and a day-by-day schedule of GPU-hours."""
+
+    phases: tuple[PhasePlan, ...]
+    gpu_hours: float
+    margin_gpu_hours: float
+    wall_hours: float
+    cost_usd: float
+    cost_per_decision: float | None
+    packages: tuple[PackageFit, ...]
+    schedule: tuple[dict[str, float], ...]  # per day: GPU-hours by phase name
+
+    @property
+    def wall_days(self) -> float:
+        return self.wall_hours / 24
+
+    @property
+    def cheapest_covering(self) -> PackageFit | None:
+        """The cheapest package that covers the plan, if any does."""
+        covering = [p for p in self.packages if p.covers]
+        return min(covering, key=lambda p: p.price_usd) if covering else None
+
+
+def campaign_budget(c: Campaign) -> BudgetResult:
+    """Schedule and cost `c` (see the module docstring for the formulas)."""
+    plans, clock = [], 0.0
+    for p in c.phases:
+        reruns = ceil(p.runs * c.margin)
+        concurrent = floor(c.gpus / p.gpus_per_run)
+        total_runs = p.runs + reruns
+        # reruns start once a failure is seen: their waves follow the phase's own
+        waves = ceil(p.runs / concurrent) + ceil(reruns / concurrent)
+        wall = waves * p.gpu_hours_per_run / p.gpus_per_run
+        plans.append(
+            PhasePlan(
+                name=p.name,
+                runs=p.runs,
+                reruns=reruns,
+                concurrent=concurrent,
+                gpu_hours=total_runs * p.gpu_hours_per_run,
+                margin_gpu_hours=reruns * p.gpu_hours_per_run,
+                start_hour=clock,
+                wall_hours=wall,
+            )
+        )
+        clock += wall
+    gpu_hours = sum(p.gpu_hours for p in plans)
+    cost = gpu_hours * c.price_per_gpu_hour
+    packages = (
+        c.packages if c.packages is not None else example_packages(c.gpus, c.price_per_gpu_hour)
+    )
+    fits = tuple(
+        PackageFit(
+            label=k.label,
+            days=k.days,
+            gpus=k.gpus,
+            price_usd=k.price_usd,
+            covers=k.gpus >= c.gpus and k.days * 24 >= clock,
+            slack_hours=k.days * 24 - clock,
+            cost_per_decision=None if c.decisions is None else k.price_usd / c.decisions,
+        )
+        for k in packages
+    )
+    return BudgetResult(
+        phases=tuple(plans),
+        gpu_hours=gpu_hours,
+        margin_gpu_hours=sum(p.margin_gpu_hours for p in plans),
+        wall_hours=clock,
+        cost_usd=cost,
+        cost_per_decision=None if c.decisions is None else cost / c.decisions,
+        packages=fits,
+        schedule=_schedule(plans),
+    )
+
+
+def _schedule(plans: list[PhasePlan]) -> tuple[dict[str, float], ...]:
+    """GPU-hours of each phase falling on each 24-hour day, at the phase's average rate."""
+    end = max(p.start_hour + p.wall_hours for p in plans)
+    days = []
+    for d in range(ceil(end / 24)):
+        lo, hi = 24.0 * d, 24.0 * (d + 1)
+        day: dict[str, float] = {}
+        for p in plans:
+            overlap = min(hi, p.start_hour + p.wall_hours) - max(lo, p.start_hour)
+            if overlap > 0:
+                day[p.name] = day.get(p.name, 0.0) + p.gpu_hours * overlap / p.wall_hours
+        days.append(day)
+    return tuple(days)

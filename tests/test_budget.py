@@ -1,0 +1,152 @@
+"""Campaign budget: phases add up, packages cover or not, the schedule sums to the total."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calculators.budget import (
+    EXAMPLE_DISCOUNTS,
+    EXAMPLE_PHASES,
+    Campaign,
+    Package,
+    Phase,
+    campaign_budget,
+    example_packages,
+)
+
+
+def test_worked_example():
+    # 12 experiments of 6 GPU-hours on 4 GPUs with a 20% margin: ceil(12 x 0.2) = 3 reruns,
+    # 15 runs x 6 = 90 GPU-hours; 3 waves of runs then 1 wave of reruns, 4 x 6 h = 24 h.
+    c = Campaign(
+        phases=(Phase(name="experiments", runs=12, gpu_hours_per_run=6.0),),
+        gpus=4,
+        price_per_gpu_hour=2.5,
+        margin=0.2,
+        decisions=3,
+    )
+    r = campaign_budget(c)
+    (p,) = r.phases
+    assert (p.runs, p.reruns, p.concurrent) == (12, 3, 4)
+    assert p.gpu_hours == 90.0
+    assert p.margin_gpu_hours == 18.0
+    assert p.wall_hours == 24.0
+    assert r.cost_usd == 225.0
+    assert r.cost_per_decision == 75.0
+    assert r.wall_days == 1.0
+
+
+def test_multi_gpu_runs_share_the_rented_gpus():
+    # 8 GPUs, runs on 4 GPUs each: 2 at once; one run is 16 GPU-hours = 4 h wall clock.
+    c = Campaign(
+        phases=(Phase(name="pretrain", runs=4, gpu_hours_per_run=16.0, gpus_per_run=4),),
+        gpus=8,
+        price_per_gpu_hour=1.0,
+        margin=0.0,
+    )
+    (p,) = campaign_budget(c).phases
+    assert p.concurrent == 2
+    assert p.wall_hours == 2 * 4.0
+
+
+def test_packages_cover_by_days_and_gpus():
+    phases = (Phase(name="long", runs=1, gpu_hours_per_run=100.0),)  # 100 h on one GPU
+    c = Campaign(
+        phases=phases,
+        gpus=1,
+        price_per_gpu_hour=2.0,
+        margin=0.0,
+        packages=(
+            Package(days=3, gpus=1, price_usd=100.0, label="3 days"),
+            Package(days=7, gpus=1, price_usd=200.0, label="7 days"),
+            Package(days=30, gpus=2, price_usd=900.0, label="30 days"),
+        ),
+    )
+    r = campaign_budget(c)
+    by_days = {k.days: k for k in r.packages}
+    assert not by_days[3].covers and by_days[3].slack_hours == 72 - 100
+    assert by_days[7].covers and by_days[7].slack_hours == 168 - 100
+    assert r.cheapest_covering.days == 7
+    narrow = Campaign(
+        phases=phases,
+        gpus=2,
+        price_per_gpu_hour=2.0,
+        packages=(Package(days=30, gpus=1, price_usd=1.0, label="one GPU"),),
+    )
+    assert not campaign_budget(narrow).packages[0].covers
+    assert campaign_budget(narrow).cheapest_covering is None
+
+
+def test_example_packages_are_labelled_examples():
+    pk = example_packages(4, 2.0)
+    assert [k.days for k in pk] == [3, 7, 30]
+    for k in pk:
+        assert "example" in k.label and "not a quote" in k.label
+        assert k.price_usd == pytest.approx(k.days * 24 * 4 * 2.0 * (1 - EXAMPLE_DISCOUNTS[k.days]))
+
+
+def test_schedule_is_day_by_day():
+    r = campaign_budget(Campaign(phases=EXAMPLE_PHASES, gpus=4, price_per_gpu_hour=2.0))
+    assert len(r.schedule) == -(-r.wall_hours // 24)
+    assert sum(sum(day.values()) for day in r.schedule) == pytest.approx(r.gpu_hours)
+    assert next(iter(r.schedule[0])) == "initial check"
+
+
+PHASES = st.lists(
+    st.builds(
+        Phase,
+        name=st.sampled_from(["a", "b", "c", "d"]),
+        runs=st.integers(1, 50),
+        gpu_hours_per_run=st.floats(0.1, 200),
+        gpus_per_run=st.integers(1, 4),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(phases=PHASES, gpus=st.integers(4, 32), margin=st.floats(0, 1), price=st.floats(0.1, 20))
+def test_totals_are_the_sum_of_their_phases(phases, gpus, margin, price):
+    r = campaign_budget(
+        Campaign(phases=tuple(phases), gpus=gpus, price_per_gpu_hour=price, margin=margin)
+    )
+    assert r.gpu_hours == pytest.approx(sum(p.gpu_hours for p in r.phases))
+    assert r.wall_hours == pytest.approx(sum(p.wall_hours for p in r.phases))
+    assert r.cost_usd == pytest.approx(r.gpu_hours * price)
+    assert sum(sum(d.values()) for d in r.schedule) == pytest.approx(r.gpu_hours)
+    assert r.margin_gpu_hours >= 0
+    # more GPUs never lengthen the campaign
+    more = campaign_budget(
+        Campaign(phases=tuple(phases), gpus=gpus + 4, price_per_gpu_hour=price, margin=margin)
+    )
+    assert more.wall_hours <= r.wall_hours + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: Phase(name="x", runs=0, gpu_hours_per_run=1), "x: runs must be a positive"),
+        (lambda: Phase(name="x", runs=1, gpu_hours_per_run=-2), "gpu_hours_per_run must be a"),
+        (lambda: Phase(name="", runs=1, gpu_hours_per_run=1), "phase name must be"),
+        (lambda: Campaign(phases=(), gpus=1, price_per_gpu_hour=1), "phases must list"),
+        (lambda: Campaign(phases=EXAMPLE_PHASES, gpus=0, price_per_gpu_hour=1), "gpus must be"),
+        (lambda: Campaign(phases=EXAMPLE_PHASES, gpus=1, price_per_gpu_hour=0), "price_per_gpu"),
+        (
+            lambda: Campaign(phases=EXAMPLE_PHASES, gpus=1, price_per_gpu_hour=1, margin=-0.1),
+            "margin must be a number in",
+        ),
+        (
+            lambda: Campaign(
+                phases=(Phase(name="big", runs=1, gpu_hours_per_run=1, gpus_per_run=8),),
+                gpus=4,
+                price_per_gpu_hour=1,
+            ),
+            r"big: gpus_per_run must be at most gpus \(4\), got 8",
+        ),
+        (lambda: Package(days=0, gpus=1, price_usd=1, label="x"), "package days must be"),
+    ],
+)
+def test_bad_inputs_name_the_field(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
