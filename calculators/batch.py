@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from calculators.checks import non_negative_int, one_of, positive_int
+from calculators.checks import non_negative_int, one_of, positive_int, positive_number
 
 ScalingRule = Literal["linear", "sqrt"]
 
@@ -39,16 +39,6 @@ ScalingRule = Literal["linear", "sqrt"]
 def _boolean(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
-
-
-def _positive_real(name: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def _finite_real(name: str, value: object) -> None:
@@ -352,7 +342,7 @@ def scaled_learning_rate(
     A starting point to tune from, not a guarantee (see LR_SCALING_RULES for sources).
     Goyal et al.: base 0.1 at 256, batch 8192 -> 0.1 x 32 = 3.2.
     """
-    _positive_real("base_lr", base_lr)
+    positive_number("base_lr", base_lr)
     positive_int("base_batch", base_batch)
     positive_int("new_batch", new_batch)
     one_of("rule", rule, tuple(LR_SCALING_RULES))

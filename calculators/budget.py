@@ -20,18 +20,9 @@ hourly price with example discounts: they show the calculation, they are not quo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil, floor, isfinite
+from math import ceil, floor
 
-from calculators.checks import fraction, positive_int
-
-
-def _positive_number(name: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (isfinite(value) and value > 0)
-    ):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+from calculators.checks import fraction, positive_int, positive_number
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +38,7 @@ class Phase:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"phase name must be a non-empty string, got {self.name!r}")
         positive_int(f"{self.name}: runs", self.runs)
-        _positive_number(f"{self.name}: gpu_hours_per_run", self.gpu_hours_per_run)
+        positive_number(f"{self.name}: gpu_hours_per_run", self.gpu_hours_per_run)
         positive_int(f"{self.name}: gpus_per_run", self.gpus_per_run)
 
 
@@ -63,7 +54,7 @@ class Package:
     def __post_init__(self) -> None:
         positive_int("package days", self.days)
         positive_int("package gpus", self.gpus)
-        _positive_number("package price_usd", self.price_usd)
+        positive_number("package price_usd", self.price_usd)
 
 
 # Example discounts for longer rentals, for illustration only (not market data).
@@ -73,7 +64,7 @@ EXAMPLE_DISCOUNTS: dict[int, float] = {3: 0.0, 7: 0.10, 30: 0.25}
 def example_packages(gpus: int, price_per_gpu_hour: float) -> tuple[Package, ...]:
     """3-, 7- and 30-day packages at the hourly price less EXAMPLE_DISCOUNTS (examples)."""
     positive_int("gpus", gpus)
-    _positive_number("price_per_gpu_hour", price_per_gpu_hour)
+    positive_number("price_per_gpu_hour", price_per_gpu_hour)
     return tuple(
         Package(
             days=d,
@@ -115,7 +106,7 @@ class Campaign:
         if not self.phases:
             raise ValueError("phases must list at least one phase, got none")
         positive_int("gpus", self.gpus)
-        _positive_number("price_per_gpu_hour", self.price_per_gpu_hour)
+        positive_number("price_per_gpu_hour", self.price_per_gpu_hour)
         fraction("margin", self.margin, upper=10.0)
         if self.decisions is not None:
             positive_int("decisions", self.decisions)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from math import isfinite
+
 
 def positive_int(name: str, value: object) -> None:
     """Raise ValueError unless `value` is an int > 0 (bool is not an int here)."""
@@ -25,3 +27,14 @@ def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
     """Raise ValueError unless `value` is one of `choices`."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def positive_number(name: str, value: object) -> None:
+    """Raise ValueError unless `value` is a finite real number > 0 (bool is not a number)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")

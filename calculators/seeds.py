@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import exp, isfinite, lgamma, log, sqrt
 
-from calculators.checks import positive_int
+from calculators.checks import positive_int, positive_number
 
 _EPS = 1e-15
 _TINY = 1e-300
@@ -178,12 +178,7 @@ def paired_difference(q: PairedComparison) -> PairedResult:
 
 
 def _sd(sd_difference: object) -> None:
-    if (
-        isinstance(sd_difference, bool)
-        or not isinstance(sd_difference, int | float)
-        or not (sd_difference > 0 and isfinite(sd_difference))
-    ):
-        raise ValueError(f"sd_difference must be a positive number, got {sd_difference!r}")
+    positive_number("sd_difference", sd_difference)
 
 
 def minimum_detectable_effect(

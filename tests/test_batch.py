@@ -281,9 +281,9 @@ def test_rules_are_labelled_heuristics():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((0.0, 256, 512, "linear"), "base_lr must be a finite number > 0, got 0.0"),
-        ((float("inf"), 256, 512, "linear"), "base_lr must be a finite number > 0, got inf"),
-        ((True, 256, 512, "linear"), "base_lr must be a finite number > 0, got True"),
+        ((0.0, 256, 512, "linear"), "base_lr must be a positive number, got 0.0"),
+        ((float("inf"), 256, 512, "linear"), "base_lr must be a positive number, got inf"),
+        ((True, 256, 512, "linear"), "base_lr must be a positive number, got True"),
         ((0.1, 0, 512, "linear"), "base_batch must be a positive integer, got 0"),
         ((0.1, 256, -512, "linear"), "new_batch must be a positive integer, got -512"),
         ((0.1, 256, 512, "cubic"), "rule must be one of 'linear', 'sqrt'; got 'cubic'"),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from calculators.checks import fraction, non_negative_int, positive_int
+from calculators.checks import fraction, non_negative_int, positive_int, positive_number
 
 
 @pytest.mark.parametrize("value", [0, -4, 1.5, True, "8", None])
@@ -29,3 +29,14 @@ def test_non_negative_int_accepts_zero():
 def test_fraction_rejects(value):
     with pytest.raises(ValueError, match=r"margin must be a number in \[0, 1.0\)"):
         fraction("margin", value)
+
+
+@pytest.mark.parametrize("value", [0, -1.5, float("inf"), float("nan"), True, "2"])
+def test_positive_number_rejects(value):
+    with pytest.raises(ValueError, match=r"price must be a positive number, got "):
+        positive_number("price", value)
+
+
+def test_positive_number_accepts():
+    positive_number("price", 0.01)
+    positive_number("price", 3)
