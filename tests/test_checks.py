@@ -2,7 +2,7 @@
 
 import pytest
 
-from calculators.checks import fraction, non_negative_int, positive_int, positive_number
+from calculators.checks import fraction, non_negative_int, one_of, positive_int, positive_number
 
 
 @pytest.mark.parametrize("value", [0, -4, 1.5, True, "8", None])
@@ -40,3 +40,9 @@ def test_positive_number_rejects(value):
 def test_positive_number_accepts():
     positive_number("price", 0.01)
     positive_number("price", 3)
+
+
+def test_one_of_names_the_choices():
+    one_of("norm", "rmsnorm", ("rmsnorm", "layernorm"))
+    with pytest.raises(ValueError, match="norm must be one of 'rmsnorm', 'layernorm'; got 'x'"):
+        one_of("norm", "x", ("rmsnorm", "layernorm"))
