@@ -24,10 +24,11 @@ Conventions every entry follows (so one GPU can be compared with another):
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from calculators.checks import positive_int, positive_number
 
 Vendor = Literal["nvidia", "amd"]
 Runtime = Literal["cuda", "hip"]
@@ -52,22 +53,6 @@ _ACHATBOT = (
 def _require_text(field: str, value: object) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{field} must be a non-empty string, got {value!r}")
-
-
-def _require_positive_int(field: str, value: object) -> None:
-    # bool is an int subclass; True bytes is a bug, not a quantity.
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{field} must be a positive integer, got {value!r}")
-
-
-def _require_positive_number(field: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{field} must be a positive finite number, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,17 +100,17 @@ class GPU:
                 f"runtime must be {expected_runtime!r} for vendor {self.vendor!r}, "
                 f"got {self.runtime!r}"
             )
-        _require_positive_int("memory_bytes", self.memory_bytes)
-        _require_positive_int("visible_bytes", self.visible_bytes)
+        positive_int("memory_bytes", self.memory_bytes)
+        positive_int("visible_bytes", self.visible_bytes)
         if self.visible_bytes > self.memory_bytes:
             raise ValueError(
                 f"visible_bytes must be at most memory_bytes ({self.memory_bytes}), "
                 f"got {self.visible_bytes}"
             )
-        _require_positive_number("bandwidth_gb_s", self.bandwidth_gb_s)
-        _require_positive_number("bf16_dense_tflops", self.bf16_dense_tflops)
+        positive_number("bandwidth_gb_s", self.bandwidth_gb_s)
+        positive_number("bf16_dense_tflops", self.bf16_dense_tflops)
         if self.fp8_dense_tflops is not None:
-            _require_positive_number("fp8_dense_tflops", self.fp8_dense_tflops)
+            positive_number("fp8_dense_tflops", self.fp8_dense_tflops)
 
     @property
     def memory_gib(self) -> float:
