@@ -1,22 +1,26 @@
-# Every target sets up what it needs in .venv, so each works on a fresh machine.
+# Every target sets up what it needs in .venv (and node_modules), so each works on a fresh machine.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The CPU wheel of this torch lies on the build machines' disk; an unpinned torch would
+# pull a CUDA build of several GB. Users with their own GPU build keep theirs (torch>=2.4).
+TORCH ?= torch==2.13.0
 
 .PHONY: setup test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,docs,probes]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check calculators tests benchmarks
+	$(VENV)/bin/ruff format --check .
 
 test: lint
 	$(PY) -m pytest -q
