@@ -13,16 +13,15 @@ the memory the card shows to software (torch's `total_memory`, from
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import ceil
 from typing import Literal
 
 from calculators.activations import inference_workspace
-from calculators.checks import fraction, non_negative_int, positive_int
+from calculators.checks import positive_int
 from calculators.gpus import GPUS, get_gpu
 from calculators.kv_cache import KVSettings, kv_cache_bytes
-from calculators.reserves import default_reserves
+from calculators.reserves import Line as EnvelopeLine
+from calculators.reserves import check_reserve_overrides, reserve_lines
 from calculators.spec import ModelSpec
-from calculators.units import format_gib
 from calculators.weights import weight_bytes
 
 Runtime = Literal["cuda", "hip"]
@@ -50,25 +49,7 @@ class EnvelopeQuery:
     def __post_init__(self) -> None:
         positive_int("context", self.context)
         positive_int("batch", self.batch)
-        known = {r.id: r for r in default_reserves("cuda")}
-        for rid, value in self.reserves.items():
-            if rid not in known:
-                raise ValueError(f"reserve must be one of {', '.join(known)}; got {rid!r}")
-            if known[rid].kind == "fraction":
-                fraction(rid, value)
-            else:
-                non_negative_int(rid, value)
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnvelopeLine:
-    """One line of the envelope: bytes, how they were obtained, and the source."""
-
-    id: str
-    label: str
-    bytes: int
-    basis: str
-    source: str
+        check_reserve_overrides(self.reserves)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,29 +132,6 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> list[EnvelopeLine]:
     ]
 
 
-def _reserve_lines(runtime: Runtime, demand: int, q: EnvelopeQuery) -> list[EnvelopeLine]:
-    lines = []
-    for r in default_reserves(runtime):
-        value = q.reserves.get(r.id, r.value)
-        overridden = r.id in q.reserves
-        if r.kind == "fraction":
-            amount = ceil(value * demand)
-            basis = f"{value:.1%} of {r.applies_to}, {format_gib(demand)}"
-        else:
-            amount = int(value)
-            basis = r.applies_to
-        lines.append(
-            EnvelopeLine(
-                id=r.id,
-                label=r.label,
-                bytes=amount,
-                basis=basis + (" (set by the user)" if overridden else ""),
-                source="user input" if overridden else r.source,
-            )
-        )
-    return lines
-
-
 def memory_envelope(
     spec: ModelSpec,
     query: EnvelopeQuery,
@@ -200,7 +158,7 @@ def memory_envelope(
     demand_bytes = sum(line.bytes for line in demand)
 
     def total(rt: Runtime) -> tuple[list[EnvelopeLine], int]:
-        lines = demand + _reserve_lines(rt, demand_bytes, query)
+        lines = demand + reserve_lines(rt, demand_bytes, query.reserves)
         return lines, sum(line.bytes for line in lines)
 
     lines, total_bytes = total(runtime)

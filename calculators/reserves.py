@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from calculators.checks import fraction, non_negative_int
+from calculators.units import format_gib
 
 Kind = Literal["bytes", "fraction"]
 Runtime = Literal["cuda", "hip"]
@@ -224,3 +228,56 @@ def default_reserves(runtime: Runtime) -> tuple[ReserveDefault, ...]:
     except (KeyError, TypeError):
         known = ", ".join(_RESERVES_BY_RUNTIME)
         raise ValueError(f"runtime must be one of {known}; got {runtime!r}") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Line:
+    """One line of a memory budget: bytes, how they were obtained, and the source."""
+
+    id: str
+    label: str
+    bytes: int
+    basis: str
+    source: str
+
+
+def check_reserve_overrides(overrides: Mapping[str, int | float]) -> None:
+    """ValueError unless every key is a reserve id and every value fits that line's kind."""
+    known = {r.id: r for r in default_reserves("cuda")}
+    for rid, value in overrides.items():
+        if rid not in known:
+            raise ValueError(f"reserve must be one of {', '.join(known)}; got {rid!r}")
+        if known[rid].kind == "fraction":
+            fraction(rid, value)
+        else:
+            non_negative_int(rid, value)
+
+
+def reserve_lines(
+    runtime: Runtime, demand: int, overrides: Mapping[str, int | float]
+) -> list[Line]:
+    """The reserve lines of `runtime` on top of `demand` bytes of allocations.
+
+    A fixed line is its bytes; a fraction line is ceil(fraction x demand). `overrides`
+    replaces a default by id and the line says so.
+    """
+    lines = []
+    for r in default_reserves(runtime):
+        value = overrides.get(r.id, r.value)
+        overridden = r.id in overrides
+        if r.kind == "fraction":
+            amount = math.ceil(value * demand)
+            basis = f"{value:.1%} of {r.applies_to}, {format_gib(demand)}"
+        else:
+            amount = int(value)
+            basis = r.applies_to
+        lines.append(
+            Line(
+                id=r.id,
+                label=r.label,
+                bytes=amount,
+                basis=basis + (" (set by the user)" if overridden else ""),
+                source="user input" if overridden else r.source,
+            )
+        )
+    return lines
