@@ -1,5 +1,5 @@
-"""Command line: `python -m calculators SUBCOMMAND` (weights, kv-cache, envelope, throughput,
-batch, budget, seeds, presets, gpus, formats).
+"""Command line: `python -m calculators SUBCOMMAND` (weights, kv-cache, envelope, training,
+throughput, batch, budget, seeds, presets, gpus, formats).
 
 Tables by default, `--json` for machines. Bad input of any kind ends with one line
 on stderr, `error: ...` naming the field and the value, and exit status 2.
@@ -37,6 +37,13 @@ from calculators.seeds import (
 )
 from calculators.spec import ModelSpec
 from calculators.throughput import inference_bounds, training_time
+from calculators.training import (
+    DEFAULT_LORA_TARGETS,
+    TrainingFit,
+    TrainingQuery,
+    max_micro_batch,
+    training_fit,
+)
 from calculators.units import GIB, format_count, format_gib
 from calculators.weights import weight_bytes
 
@@ -262,6 +269,93 @@ def cmd_envelope(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         "Cards that fit: " + (", ".join(c.gpu for c in r.cards if c.fits) or "none"),
     ]
     return {"model": spec.name, **_envelope_json(r)}, "\n".join(text + _assumption_lines(spec))
+
+
+def _training_json(fit: TrainingFit) -> dict[str, Any]:
+    m = fit.memory
+    return {
+        "total_parameters": m.total_parameters,
+        "trainable_parameters": m.trainable_parameters,
+        "tokens_per_micro_batch": m.tokens_per_micro_batch,
+        "per_gpu_bytes": m.per_gpu_bytes,
+        "phases": [vars(p) for p in m.phases],
+        "peak_phase": m.peak_phase,
+        "lines": [vars(line) for line in m.lines],
+        "reserves": [vars(line) for line in fit.reserves],
+        "total_bytes": fit.total_bytes,
+        "visible_bytes": fit.visible_bytes,
+        "headroom_bytes": fit.headroom_bytes,
+        "fits": fit.fits,
+        "assumptions": list(m.assumptions),
+    }
+
+
+def cmd_training(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    spec = None if args.params is not None else _load_spec(args)
+    targets = tuple(t for t in args.lora_targets.split(",") if t)
+    query = TrainingQuery(
+        micro_batch=args.micro_batch,
+        seq_len=args.seq_len,
+        precision=args.precision,
+        optimizer=args.optimizer,
+        optimizer_impl=args.optimizer_impl,
+        checkpointing=args.checkpointing,
+        attention=args.attention,
+        dropout=args.dropout,
+        capacity_factor=args.capacity_factor,
+        lora_rank=args.lora_rank,
+        lora_targets=targets,
+        base_format=args.base_format,
+        zero_stage=args.zero,
+        gpus=args.gpus,
+        ddp_bucket_view=args.ddp_bucket_view,
+        prefetch=args.prefetch,
+        reserves=_reserves(args.reserve),
+    )
+    visible = _gib_to_bytes("--memory-gib", args.memory_gib)
+    gpu = None if visible is not None else args.gpu
+    card = dict(gpu=gpu, visible_bytes=visible, runtime=args.runtime)
+    fit = training_fit(spec, query, params=args.params, **card)
+    m = fit.memory
+    name = spec.name if spec is not None else f"{args.params:,} parameters"
+    data = {"model": name, **_training_json(fit)}
+    where = gpu or f"a card with {format_gib(fit.visible_bytes)} visible"
+    text = [
+        f"{name}: training step per GPU, {query.micro_batch} x {query.seq_len:,} tokens, "
+        f"{query.precision}, {query.optimizer} ({query.optimizer_impl}), "
+        f"ZeRO-{query.zero_stage} on {query.gpus} GPU(s)",
+        f"Trainable parameters: {m.trainable_parameters:,} of {m.total_parameters:,}",
+        "",
+        table(
+            ["line", "GiB", "basis"],
+            [[line.label, format_gib(line.bytes), line.basis] for line in m.lines if line.bytes],
+        ),
+        "",
+        table(
+            ["phase", "GiB"],
+            [
+                [p.label + (" (peak)" if p.id == m.peak_phase else ""), format_gib(p.bytes)]
+                for p in m.phases
+            ],
+        ),
+        "",
+        table(
+            ["on top of the peak", "GiB", "basis"],
+            [[r.label, format_gib(r.bytes), r.basis] for r in fit.reserves]
+            + [["total", format_gib(fit.total_bytes), ""]],
+        ),
+        f"\nVisible memory on {where} {format_gib(fit.visible_bytes)}: "
+        f"{'fits' if fit.fits else 'does NOT fit'}, headroom {format_gib(fit.headroom_bytes)}",
+    ]
+    if spec is not None:
+        largest = max_micro_batch(spec, query, **card)
+        data["max_micro_batch"] = largest
+        text.append(
+            f"Largest micro-batch at {query.seq_len:,} tokens that fits: {largest}"
+            + (" (model states or one sequence already exceed the card)" if not largest else "")
+        )
+    text += [f"  - {a}" for a in m.assumptions]
+    return data, "\n".join(text)
 
 
 def cmd_throughput(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -593,6 +687,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a reserve line, e.g. runtime_context=536870912",
     )
     p.set_defaults(run=cmd_envelope)
+
+    p = sub.add_parser("training", help="training-step memory per GPU, phase by phase")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+    src.add_argument("--model", metavar="PRESET", help="a shipped preset (see `presets`)")
+    src.add_argument("--params", type=int, help="parameter count only: model states, no shape")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per GPU per step")
+    p.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence")
+    p.add_argument(
+        "--precision", default="bf16-mixed", help="fp32, amp-bf16, amp-fp16, bf16-mixed or bf16"
+    )
+    p.add_argument(
+        "--optimizer", default="adamw", help="adamw, adamw-8bit, sgd, sgd-momentum or adafactor"
+    )
+    p.add_argument("--optimizer-impl", default="foreach", help="foreach, for-loop or fused")
+    p.add_argument("--checkpointing", default="none", help="none, full or selective")
+    p.add_argument("--attention", default="sdpa", help="sdpa (flash) or eager")
+    p.add_argument("--dropout", action="store_true", help="attention and residual dropout on")
+    p.add_argument("--capacity-factor", type=float, help="MoE expert capacity (default dropless)")
+    p.add_argument("--lora-rank", type=int, help="LoRA rank (default: full fine-tuning)")
+    p.add_argument(
+        "--lora-targets",
+        default=",".join(DEFAULT_LORA_TARGETS),
+        help="comma-separated module names, or all-linear",
+    )
+    p.add_argument("--base-format", help="frozen base format under LoRA, e.g. nf4-dq (QLoRA)")
+    p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (FSDP full shard: 3)")
+    p.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
+    p.add_argument("--ddp-bucket-view", action="store_true", help="DDP gradient_as_bucket_view")
+    p.add_argument("--prefetch", type=int, default=1, help="ZeRO-3/FSDP units gathered ahead")
+    p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
+    p.add_argument("--memory-gib", type=float, help="visible memory of a card not listed")
+    p.add_argument("--runtime", default="cuda", help="cuda or hip, with --memory-gib")
+    p.add_argument(
+        "--reserve",
+        action="append",
+        default=[],
+        metavar="ID=VALUE",
+        help="override a reserve line, e.g. allocator_fragmentation=0.02",
+    )
+    p.set_defaults(run=cmd_training)
 
     p = sub.add_parser("throughput", help="training time at an MFU, decode/prefill bounds")
     model_args(p)

@@ -254,11 +254,16 @@ def check_reserve_overrides(overrides: Mapping[str, int | float]) -> None:
 
 
 def reserve_lines(
-    runtime: Runtime, demand: int, overrides: Mapping[str, int | float]
+    runtime: Runtime,
+    demand: int,
+    overrides: Mapping[str, int | float],
+    *,
+    demand_label: str | None = None,
 ) -> list[Line]:
     """The reserve lines of `runtime` on top of `demand` bytes of allocations.
 
-    A fixed line is its bytes; a fraction line is ceil(fraction x demand). `overrides`
+    A fixed line is its bytes; a fraction line is ceil(fraction x demand), described as
+    a share of `demand_label` (default: the line's own `applies_to`). `overrides`
     replaces a default by id and the line says so.
     """
     lines = []
@@ -267,7 +272,7 @@ def reserve_lines(
         overridden = r.id in overrides
         if r.kind == "fraction":
             amount = math.ceil(value * demand)
-            basis = f"{value:.1%} of {r.applies_to}, {format_gib(demand)}"
+            basis = f"{value:.1%} of {demand_label or r.applies_to}, {format_gib(demand)}"
         else:
             amount = int(value)
             basis = r.applies_to

@@ -1,0 +1,99 @@
+"""LoRA adapters: which linear layers they wrap and how many parameters they train.
+
+A LoRA adapter of rank r on a linear layer W (out x in) adds A (r x in) and B (out x r)
+(Hu et al. 2021, arXiv:2106.09685, section 4.1), so it trains
+
+  r x (in + out) parameters per wrapped matrix,
+
+counted once per stacked expert when the experts are wrapped (peft matches module
+names by suffix, so `gate_proj` wraps every expert's gate_proj as well). Targets are
+module names of the tensor inventory (`calculators.tensors`), whose names follow the
+Llama layout: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, and the
+fused qkv_proj / gate_up_proj, c_fc / c_proj of GPT-2 and Phi-3, MLA's q_a_proj,
+q_b_proj, kv_a_proj_with_mqa and kv_b_proj. `all-linear` wraps every linear layer of
+the decoder layers but not lm_head, as peft's `target_modules="all-linear"` does
+(peft/tuners/tuners_utils.py, `_maybe_include_all_linear_layers`, which excludes the
+output layer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculators.checks import positive_int
+from calculators.spec import ModelSpec
+from calculators.tensors import Tensor, model_tensors
+
+ALL_LINEAR = "all-linear"
+_LAYER_CATEGORIES = ("attention", "mlp", "experts", "shared_experts")
+
+
+def module_name(t: Tensor) -> str:
+    """Last component of the tensor's module: `model.layers.0.self_attn.q_proj` -> q_proj."""
+    return t.name.rsplit(".", 2)[-2]
+
+
+def _is_wrappable(t: Tensor) -> bool:
+    # peft wraps nn.Linear modules; routers (ffn_gate_inp) are linears too but are never
+    # named by the usual targets and stay excluded from all-linear here, as in Unsloth.
+    return (
+        t.is_matrix
+        and t.layer is not None
+        and t.category in _LAYER_CATEGORIES
+        and t.name.endswith(".weight")
+        and not t.mtp
+    )
+
+
+def linear_module_names(spec: ModelSpec) -> tuple[str, ...]:
+    """The module names a LoRA target may use for this model, in inventory order."""
+    seen: dict[str, None] = {}
+    for t in model_tensors(spec):
+        if _is_wrappable(t):
+            seen.setdefault(module_name(t))
+    return tuple(seen)
+
+
+def wrapped_tensors(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[Tensor, ...]:
+    """The weight tensors that `targets` wrap; ValueError for a target that matches none."""
+    if not targets:
+        raise ValueError("lora_targets must name at least one module, got ()")
+    names = linear_module_names(spec)
+    if ALL_LINEAR not in targets:
+        for target in targets:
+            if target not in names:
+                raise ValueError(
+                    f"lora_targets: {target!r} matches no linear layer of {spec.name}; "
+                    f"choose from {', '.join(names)} or {ALL_LINEAR}"
+                )
+    wanted = set(names) if ALL_LINEAR in targets else set(targets)
+    return tuple(t for t in model_tensors(spec) if _is_wrappable(t) and module_name(t) in wanted)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoRACount:
+    """Trainable LoRA parameters and the adapter tensors' shapes.
+
+    shapes: (shape, count) pairs of the A and B matrices, for optimizer-state sizing.
+    wrapped_parameters: elements of the frozen matrices the adapters wrap.
+    """
+
+    rank: int
+    trainable: int
+    wrapped_parameters: int
+    shapes: tuple[tuple[tuple[int, ...], int], ...]
+
+
+def lora_parameters(spec: ModelSpec, rank: int, targets: tuple[str, ...]) -> LoRACount:
+    """Trainable parameters of rank-`rank` LoRA on `targets`: sum of r x (in + out)."""
+    positive_int("lora_rank", rank)
+    shapes: list[tuple[tuple[int, ...], int]] = []
+    trainable = wrapped = 0
+    for t in wrapped_tensors(spec, targets):
+        out_f, in_f = t.shape[0], t.shape[1]
+        shapes += [((rank, in_f), t.count), ((out_f, rank), t.count)]
+        trainable += rank * (in_f + out_f) * t.count
+        wrapped += t.parameters
+    return LoRACount(
+        rank=rank, trainable=trainable, wrapped_parameters=wrapped, shapes=tuple(shapes)
+    )
