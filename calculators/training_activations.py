@@ -5,7 +5,7 @@ module lists those tensors for one decoder layer as named terms (bytes per token
 micro-batch), so each can be checked against a measurement, and sums them:
 
   per layer, no checkpointing (T = micro_batch x seq_len tokens, a = activation bytes):
-    norm inputs        n_norms x h x a  (+ 4 bytes of fp32 rstd per norm and token)
+    norm inputs        n_norms x h x a  (+ fp32 statistics: rstd, and mean for LayerNorm)
     norm outputs       2 x h x a        (the inputs of the q/k/v and of the MLP matmuls)
     q, k, v            (H d + 2 K d) x a  (SDPA/flash save them; GQA: K heads, not
                                           repeated, as flash-attention's native GQA)
@@ -52,7 +52,9 @@ from calculators.spec import LayerSpec, ModelSpec
 Checkpointing = Literal["none", "full", "selective"]
 Attention = Literal["sdpa", "eager"]
 
-NORM_STAT_BYTES = 4  # fp32 rstd (and mean for LayerNorm is another 4; kept as one line)
+# Per norm and token, the fp32 statistics the norm's backward reads: RMSNorm saves rstd,
+# LayerNorm mean and rstd (aten native_layer_norm / _fused_rms_norm outputs).
+NORM_STAT_BYTES = {"rmsnorm": 4, "layernorm": 8}
 INDEX_BYTES = 8  # int64 token ids saved by the embedding's backward
 MASK_BYTES = 1  # torch.bool dropout mask (aten native_dropout)
 LOSS_BYTES = 4  # cross-entropy runs in fp32 (autocast's fp32 op list; HF's logits.float())
@@ -192,7 +194,7 @@ def layer_terms(
         ActivationTerm(
             id="norms",
             label="norm inputs and rstd",
-            bytes_per_token=spec.norms_per_layer * (h * a + NORM_STAT_BYTES),
+            bytes_per_token=spec.norms_per_layer * (h * a + NORM_STAT_BYTES[spec.norm]),
         ),
         ActivationTerm(id="matmul_inputs", label="normed matmul inputs", bytes_per_token=2 * h * a),
         *_attention_terms(spec, layer, seq_len, st),
@@ -237,7 +239,7 @@ def outside_layers_bytes_per_token(spec: ModelSpec, st: ActivationSettings) -> d
     a, h, v = st.act_bytes, spec.hidden_size, spec.vocab_size
     return {
         "embedding": INDEX_BYTES + (h * MASK_BYTES if st.dropout else 0),
-        "final_norm": 2 * h * a + NORM_STAT_BYTES,
+        "final_norm": 2 * h * a + NORM_STAT_BYTES[spec.norm],
         "logits": v * a,
         "loss": v * LOSS_BYTES,
     }

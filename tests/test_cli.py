@@ -134,6 +134,51 @@ def test_throughput_json(capsys):
     assert data["training"]["gpu_hours"] == pytest.approx(data["training"]["seconds"] * 8 / 3600)
 
 
+def test_training_json_contract(capsys):
+    data = run_json(capsys, "training", "--params", "7500000000", "--zero", "1", "--gpus", "64")
+    b = data["per_gpu_bytes"]
+    assert set(b) == {"parameters", "gradients", "optimizer_states", "activations", "peak"}
+    assert all(isinstance(v, int) for v in b.values())
+    # ZeRO paper Table 1, P_os on 64 GPUs: 31.4 GB of model states per device.
+    assert round((b["parameters"] + b["gradients"] + b["optimizer_states"]) / 1e9, 1) == 31.4
+    assert b["activations"] == 0
+
+
+def test_training_json_with_a_model(capsys):
+    data = run_json(
+        capsys,
+        "training",
+        "--model",
+        "llama-2-7b",
+        "--lora-rank",
+        "8",
+        "--lora-targets",
+        "q_proj,v_proj",
+        "--micro-batch",
+        "2",
+        "--seq-len",
+        "1024",
+        "--checkpointing",
+        "full",
+        "--gpu",
+        "a100-80gb",
+    )
+    # peft's print_trainable_parameters for Llama-2-7b, r=8 on q_proj and v_proj.
+    assert data["trainable_parameters"] == 4_194_304
+    assert data["per_gpu_bytes"]["peak"] == max(p["bytes"] for p in data["phases"])
+    assert data["fits"] is True
+    assert data["max_micro_batch"] >= 2
+    assert data["total_bytes"] == data["per_gpu_bytes"]["peak"] + sum(
+        r["bytes"] for r in data["reserves"]
+    )
+
+
+def test_training_table_names_the_peak(capsys):
+    assert main(["training", "--model", "gpt2", "--seq-len", "512", "--gpu", "l4"]) == 0
+    out = capsys.readouterr().out
+    assert "(peak)" in out and "GiB" in out and "Largest micro-batch" in out
+
+
 def test_batch_json(capsys):
     data = run_json(
         capsys,
@@ -217,6 +262,18 @@ BAD = [
     ),
     (["throughput", "--model", "gpt2", "--context", "8", "--mfu", "2"], "mfu must be in"),
     (["throughput", "--model", "gpt2", "--context", "8", "--gpus", "0"], "gpus must be a"),
+    (["training", "--params", "0"], "params must be a positive integer, got 0"),
+    (["training", "--params", "10", "--zero", "5"], "zero_stage must be one of 0, 1, 2, 3; got 5"),
+    (["training", "--params", "10", "--precision", "fp4"], "precision must be one of"),
+    (["training", "--params", "10", "--optimizer", "lion"], "optimizer must be one of"),
+    (["training", "--model", "gpt2", "--micro-batch", "0"], "micro_batch must be a positive"),
+    (["training", "--model", "gpt2", "--checkpointing", "half"], "checkpointing must be one"),
+    (["training", "--model", "gpt2", "--lora-rank", "4", "--lora-targets", "x"], "'x' matches"),
+    (["training", "--model", "gpt2", "--base-format", "nf4-dq"], "set lora_rank too"),
+    (["training", "--params", "10", "--optimizer", "adafactor"], "needs the model's tensor"),
+    (["training", "--params", "10", "--memory-gib", "-1"], "--memory-gib must be a non-neg"),
+    (["training", "--params", "10", "--gpu", "h900"], "gpu"),
+    (["training"], "one of the arguments --config --model --params is required"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
     (["seeds", "--sd-difference", "0", "--seeds", "5"], "sd_difference must be a positive"),

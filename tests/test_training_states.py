@@ -1,0 +1,57 @@
+"""Precision policies and optimizers as data: bytes per element and per tensor."""
+
+import pytest
+
+from calculators.training_states import (
+    OPTIMIZERS,
+    PRECISIONS,
+    get_optimizer,
+    get_precision,
+    optimizer_state_bytes,
+    step_temporary_bytes,
+)
+
+
+def test_tables_have_sources_and_unique_ids():
+    for table in (PRECISIONS, OPTIMIZERS):
+        ids = [row.id for row in table]
+        assert len(ids) == len(set(ids))
+        assert all(row.source.strip() for row in table)
+
+
+def test_mixed_precision_adam_is_16_bytes_a_parameter():
+    # ZeRO paper section 3.1: 2 (fp16 params) + 2 (grads) + K = 12 (fp32 copy, m, v).
+    p, adam = get_precision("bf16-mixed"), get_optimizer("adamw")
+    k = p.master_bytes + adam.full_states * p.state_bytes
+    assert (p.param_bytes, p.grad_bytes, k) == (2, 2, 12)
+
+
+def test_adafactor_factors_matrices_not_vectors():
+    ada = get_optimizer("adafactor")
+    assert optimizer_state_bytes([((1024, 4096), 3), ((4096,), 2)], ada, 4) == 4 * (
+        3 * (1024 + 4096) + 2 * 4096
+    )
+
+
+def test_eight_bit_small_tensors_stay_32_bit():
+    opt = get_optimizer("adamw-8bit")
+    assert optimizer_state_bytes([((4095,), 1)], opt, 4) == 8 * 4095
+    assert optimizer_state_bytes([((4096,), 1)], opt, 4) == 2 * (4096 + 4 * 16)
+
+
+def test_step_scratch_by_implementation():
+    adam = get_optimizer("adamw")
+    kw = {"trainable": 1000, "largest_tensor": 300, "state_bytes": 4}
+    assert step_temporary_bytes(adam, "foreach", **kw) == 4000
+    assert step_temporary_bytes(adam, "for-loop", **kw) == 1200
+    assert step_temporary_bytes(adam, "fused", **kw) == 0
+    assert step_temporary_bytes(get_optimizer("sgd-momentum"), "foreach", **kw) == 0
+    with pytest.raises(ValueError, match="optimizer_impl must be one of"):
+        step_temporary_bytes(adam, "vectorised", **kw)  # type: ignore[arg-type]
+
+
+def test_unknown_ids_name_the_field():
+    with pytest.raises(ValueError, match=r"precision must be one of .*got 'tf32'"):
+        get_precision("tf32")
+    with pytest.raises(ValueError, match=r"optimizer must be one of .*got 'lamb'"):
+        get_optimizer("lamb")
