@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from math import ceil, floor
 
 from calculators.checks import fraction, positive_int, positive_number
+from calculators.spec import ModelSpec
+from calculators.throughput import Precision, training_time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +42,37 @@ class Phase:
         positive_int(f"{self.name}: runs", self.runs)
         positive_number(f"{self.name}: gpu_hours_per_run", self.gpu_hours_per_run)
         positive_int(f"{self.name}: gpus_per_run", self.gpus_per_run)
+
+
+def phase_from_tokens(
+    name: str,
+    *,
+    runs: int,
+    tokens_per_run: int,
+    spec: ModelSpec,
+    seq_len: int,
+    gpu: str,
+    mfu: float,
+    gpus_per_run: int = 1,
+    precision: Precision = "bf16",
+) -> Phase:
+    """A phase whose GPU-hours per run come from throughput instead of a guess.
+
+    gpu_hours_per_run = tokens_per_run x training FLOPs per token
+                        / (peak x mfu) / 3600   (`calculators.throughput.training_time`:
+    PaLM's 6N + 12 L H Q T per token, Chowdhery et al. 2022, appendix B), the same on
+    any number of GPUs at a constant MFU; `gpus_per_run` only changes the wall clock.
+    """
+    t = training_time(
+        spec,
+        tokens=tokens_per_run,
+        seq_len=seq_len,
+        gpu=gpu,
+        gpus=gpus_per_run,
+        mfu=mfu,
+        precision=precision,
+    )
+    return Phase(name=name, runs=runs, gpu_hours_per_run=t.gpu_hours, gpus_per_run=gpus_per_run)
 
 
 @dataclass(frozen=True, kw_only=True)

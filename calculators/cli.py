@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from calculators.batch import BatchQuery, accumulation_for, effective_batch
-from calculators.budget import EXAMPLE_PHASES, Campaign, Package, Phase, campaign_budget
+from calculators.budget import (
+    EXAMPLE_PHASES,
+    Campaign,
+    Package,
+    Phase,
+    campaign_budget,
+    phase_from_tokens,
+)
 from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
 from calculators.formats import FORMATS
 from calculators.gpus import GPUS
@@ -445,18 +452,31 @@ def _number(flag: str, text: str, kind: type) -> Any:
         raise UsageError(f"{flag} field must be a number, got {text!r}") from None
 
 
+def _budget_phase(args: argparse.Namespace, f: list[str]) -> Phase:
+    """NAME:RUNS:GPU_HOURS[:GPUS], or NAME:RUNS:tokens=N[:GPUS] derived from throughput."""
+    runs = _number("--phase", f[1], int)
+    gpus = _number("--phase", f[3], int) if len(f) == 4 else 1
+    if not f[2].startswith("tokens="):
+        hours = _number("--phase", f[2], float)
+        return Phase(name=f[0], runs=runs, gpu_hours_per_run=hours, gpus_per_run=gpus)
+    if args.model is None and args.config is None:
+        raise UsageError(f"--phase {f[0]}: tokens= needs --model or --config to derive hours")
+    return phase_from_tokens(
+        f[0],
+        runs=runs,
+        tokens_per_run=_number("--phase", f[2].removeprefix("tokens="), int),
+        spec=_load_spec(args),
+        seq_len=args.seq_len,
+        gpu=args.gpu,
+        mfu=args.mfu,
+        gpus_per_run=gpus,
+    )
+
+
 def cmd_budget(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     phases = EXAMPLE_PHASES
     if args.phase:
-        phases = tuple(
-            Phase(
-                name=f[0],
-                runs=_number("--phase", f[1], int),
-                gpu_hours_per_run=_number("--phase", f[2], float),
-                gpus_per_run=_number("--phase", f[3], int) if len(f) == 4 else 1,
-            )
-            for f in (_fields("--phase", text, 3, 4) for text in args.phase)
-        )
+        phases = tuple(_budget_phase(args, _fields("--phase", text, 3, 4)) for text in args.phase)
     packages = None
     if args.package:
         packages = tuple(
@@ -758,8 +778,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME:RUNS:GPU_HOURS[:GPUS]",
-        help="a phase; repeat in order (default: an example campaign)",
+        help="a phase; repeat in order (default: an example campaign); GPU_HOURS may be "
+        "tokens=N, derived from --model/--config, --gpu, --mfu and --seq-len",
     )
+    p.add_argument("--config", metavar="PATH", help="config.json, for tokens= phases")
+    p.add_argument("--model", metavar="PRESET", help="a preset, for tokens= phases")
+    p.add_argument("--gpu", default="h100-sxm", help="catalog card, for tokens= phases")
+    p.add_argument("--mfu", type=float, default=0.3, help="MFU, for tokens= phases")
+    p.add_argument("--seq-len", type=int, default=4096, help="sequence, for tokens= phases")
     p.add_argument("--gpus", type=int, default=1, help="GPUs rented in parallel")
     p.add_argument("--price", type=float, required=True, help="USD per GPU-hour")
     p.add_argument("--margin", type=float, default=0.2, help="share of runs redone")

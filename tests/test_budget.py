@@ -150,3 +150,29 @@ def test_totals_are_the_sum_of_their_phases(phases, gpus, margin, price):
 def test_bad_inputs_name_the_field(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_phase_hours_derived_from_throughput():
+    from calculators.budget import phase_from_tokens
+    from calculators.presets import load_preset
+    from calculators.spec import ModelSpec
+    from calculators.throughput import training_time
+
+    spec = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
+    phase = phase_from_tokens(
+        "sft",
+        runs=3,
+        tokens_per_run=10**9,
+        spec=spec,
+        seq_len=4096,
+        gpu="h100-sxm",
+        mfu=0.4,
+        gpus_per_run=4,
+    )
+    t = training_time(spec, tokens=10**9, seq_len=4096, gpu="h100-sxm", gpus=4, mfu=0.4)
+    assert phase.gpu_hours_per_run == t.gpu_hours
+    # GPU-hours = tokens x FLOPs per token / (peak x MFU), whatever the GPU count.
+    assert phase.gpu_hours_per_run == pytest.approx(
+        10**9 * t.flops_per_token / (t.peak_flops_per_gpu * 0.4) / 3600
+    )
+    assert (phase.runs, phase.gpus_per_run) == (3, 4)

@@ -179,6 +179,42 @@ def test_training_table_names_the_peak(capsys):
     assert "(peak)" in out and "GiB" in out and "Largest micro-batch" in out
 
 
+def test_budget_phase_from_tokens(capsys):
+    data = run_json(
+        capsys,
+        "budget",
+        "--price",
+        "2",
+        "--gpus",
+        "8",
+        "--margin",
+        "0",
+        "--phase",
+        "sft:2:tokens=500000000:8",
+        "--model",
+        "llama-3.1-8b",
+        "--mfu",
+        "0.4",
+    )
+    t = run_json(
+        capsys,
+        "throughput",
+        "--model",
+        "llama-3.1-8b",
+        "--gpus",
+        "8",
+        "--mfu",
+        "0.4",
+        "--tokens",
+        "500000000",
+        "--seq-len",
+        "4096",
+        "--context",
+        "16",
+    )
+    assert data["gpu_hours"] == pytest.approx(2 * t["training"]["gpu_hours"])
+
+
 def test_batch_json(capsys):
     data = run_json(
         capsys,
@@ -274,6 +310,7 @@ BAD = [
     (["training", "--params", "10", "--memory-gib", "-1"], "--memory-gib must be a non-neg"),
     (["training", "--params", "10", "--gpu", "h900"], "gpu"),
     (["training"], "one of the arguments --config --model --params is required"),
+    (["budget", "--price", "2", "--phase", "x:1:tokens=9"], "tokens= needs --model or --config"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
     (["seeds", "--sd-difference", "0", "--seeds", "5"], "sd_difference must be a positive"),
