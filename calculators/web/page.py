@@ -1,0 +1,125 @@
+"""A calculator as page markup, and the one call the browser's worker makes.
+
+`form_html` writes the form (from the declared fields) with its result prerendered;
+`run_json` is what the worker calls on every input change. Both go through `compute`
+and `render_result`, so the built page and the live page agree by construction.
+
+Markup contract (the browser tests rely on it): the form has
+`data-calculator="NAME"`; each input's `name` is the CLI flag in snake_case; the result
+element has `data-result` and carries the result as JSON in `data-result-json`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from calculators.web.compute import FieldError, argv_for, calculator, clean, compute
+from calculators.web.forms import Field
+from calculators.web.render import render_result, to_csv
+
+
+def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Result, HTML, CSV and the equivalent command line; or the field errors."""
+    calc = calculator(name)
+    try:
+        result = compute(name, inputs)
+    except FieldError as e:
+        return {"ok": False, "field": e.field, "message": str(e)}
+    return {
+        "ok": True,
+        "result": result,
+        "result_json": json.dumps(result),
+        "html": render_result(name, result),
+        "csv": to_csv(result),
+        "command": command_line(argv_for(calc, clean(calc, inputs or {}))),
+    }
+
+
+def run_json(name: str, inputs_json: str) -> str:
+    """The worker's entry point: JSON inputs in, `evaluate`'s answer as JSON out."""
+    return json.dumps(evaluate(name, json.loads(inputs_json)))
+
+
+def command_line(argv: list[str]) -> str:
+    """The shell command for `argv`."""
+    return "python -m calculators " + " ".join(shlex.quote(a) for a in argv) + " --json"
+
+
+def _field_html(form_id: str, f: Field, value: Any) -> str:
+    fid = f"{form_id}-{f.name}"
+    unit = f' <span class="kd-unit">({escape(f.unit)})</span>' if f.unit else ""
+    described = f'aria-describedby="{fid}-help {fid}-error"'
+    if f.kind == "choice":
+        options = "".join(
+            f'<option value="{escape(c)}"{" selected" if c == value else ""}>{escape(c)}</option>'
+            for c in f.choices
+        )
+        control = f'<select id="{fid}" name="{f.name}" {described}>{options}</select>'
+    elif f.kind == "bool":
+        checked = " checked" if value else ""
+        control = f'<input id="{fid}" name="{f.name}" type="checkbox"{checked} {described}>'
+    elif f.kind == "lines":
+        text = "" if value is None else str(value)
+        control = (
+            f'<textarea id="{fid}" name="{f.name}" rows="3" spellcheck="false" {described}>'
+            f"{escape(text)}</textarea>"
+        )
+    else:
+        text = "" if value is None else str(value)
+        mode = {"int": "numeric", "float": "decimal"}.get(f.kind, "text")
+        bounds = ""
+        if f.minimum is not None:
+            bounds += f' data-min="{f.minimum}"'
+        if f.maximum is not None:
+            bounds += f' data-max="{f.maximum}"'
+        placeholder = ' placeholder="optional"' if f.optional else ""
+        control = (
+            f'<input id="{fid}" name="{f.name}" type="text" inputmode="{mode}" '
+            f'value="{escape(text)}" autocomplete="off" spellcheck="false"{bounds}'
+            f"{placeholder} {described}>"
+        )
+    return (
+        f'<div class="kd-field" data-field="{f.name}">'
+        f'<label for="{fid}">{escape(f.label)}{unit}</label>{control}'
+        f'<small class="kd-help" id="{fid}-help">{escape(f.help)}</small>'
+        f'<small class="kd-error" id="{fid}-error" role="alert" hidden></small></div>'
+    )
+
+
+def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str = "") -> str:
+    """The form for calculator `name` with `inputs` preset and its result prerendered.
+
+    Raises FieldError for preset inputs the calculator rejects (a page must not ship one).
+    """
+    calc = calculator(name)
+    inputs = dict(inputs or {})
+    answer = evaluate(name, inputs)
+    if not answer["ok"]:
+        raise FieldError(answer["field"], answer["message"])
+    values = {**calc.defaults(), **inputs}
+    form_id = form_id or f"kd-{name}"
+    fields = "".join(_field_html(form_id, f, values.get(f.name)) for f in calc.fields)
+    preset = escape(json.dumps(inputs, sort_keys=True))
+    return (
+        f'<form class="kd-calc" id="{form_id}" data-calculator="{name}" '
+        f'data-preset="{preset}" novalidate autocomplete="off">'
+        f'<fieldset class="kd-fields"><legend>{escape(calc.title)}: inputs</legend>{fields}'
+        "</fieldset>"
+        f'<div class="kd-result" data-result data-state="prerendered" aria-live="polite" '
+        f'data-result-json="{escape(answer["result_json"])}">{answer["html"]}</div>'
+        '<p class="kd-form-error" role="alert" hidden></p>'
+        '<p class="kd-actions">'
+        f'<a data-share href="?calc={name}">Link to these inputs</a> '
+        f'<a data-download="json" download="{name}.json" '
+        f'href="data:application/json;charset=utf-8,{quote(answer["result_json"])}">JSON</a> '
+        f'<a data-download="csv" download="{name}.csv" '
+        f'href="data:text/csv;charset=utf-8,{quote(answer["csv"])}">CSV</a> '
+        '<span class="kd-status" data-status>computed at build time</span></p>'
+        f'<p class="kd-command">Same result on the command line: '
+        f"<code data-command>{escape(answer['command'])}</code></p>"
+        "</form>"
+    )

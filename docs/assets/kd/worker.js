@@ -1,0 +1,31 @@
+// Runs the calculators under Pyodide, off the main thread. Everything comes from this
+// site: Pyodide from assets/vendor/pyodide (npm package, pinned), the calculators
+// package as a zip built from the repository at build time.
+import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
+
+const ready = (async () => {
+  const pyodide = await loadPyodide({
+    indexURL: new URL("../vendor/pyodide/", import.meta.url).href,
+  });
+  const response = await fetch(new URL("calculators.zip", import.meta.url));
+  if (!response.ok) throw new Error(`calculators.zip: HTTP ${response.status}`);
+  const archive = new Uint8Array(await response.arrayBuffer());
+  pyodide.unpackArchive(archive, "zip", { extractDir: "/home/pyodide/kernodeck" });
+  pyodide.runPython(
+    "import sys\nsys.path.insert(0, '/home/pyodide/kernodeck')\n" +
+      "from calculators.web import run_json",
+  );
+  return pyodide.globals.get("run_json");
+})();
+
+self.onmessage = async (event) => {
+  const { id, name, inputs } = event.data;
+  try {
+    const runJson = await ready;
+    const started = performance.now();
+    const answer = JSON.parse(runJson(name, JSON.stringify(inputs)));
+    self.postMessage({ id, answer, ms: performance.now() - started });
+  } catch (error) {
+    self.postMessage({ id, error: String(error && error.message ? error.message : error) });
+  }
+};

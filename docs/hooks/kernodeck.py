@@ -1,0 +1,367 @@
+"""MkDocs hook: calculators embedded in pages, figures computed at build time, vendored assets.
+
+Kept under docs/hooks/ and excluded from the site by `exclude_docs`.
+
+In a page's Markdown:
+
+    ```calculator kv-cache
+    id: ex
+    model: qwen3-8b
+    context: 32768
+    ```
+
+embeds the kv-cache form with those inputs preset and its result prerendered (`show: no`
+computes the example without a form). `[[ex:total_bytes|gib]]` anywhere on the page is the
+figure at that path of example `ex`'s result (dotted, lists indexed), formatted; and
+`[[spec:qwen3-8b:head_dim|int]]`, `[[preset:qwen3-8b:hf_repo]]` read the model and its
+source, `[[kvformat:fp8:bits_per_value]]` a KV format. Formats: gib, gb, int, count,
+f1, f2, g4, pct, raw. Directives on a line of their own: `[[fields NAME]]` (the inputs explained),
+`[[command NAME key=value ...]]`, `[[table presets|gpus|formats]]`, `[[validation-reports]]`.
+No figure is typed by hand: a reference that cannot be resolved fails the build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from html import escape
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+from calculators.formats import FORMATS
+from calculators.gpus import GPUS
+from calculators.kv_formats import KV_FORMATS
+from calculators.presets import get_preset, load_preset, preset_ids
+from calculators.spec import ModelSpec
+from calculators.units import format_count, format_gib
+from calculators.web import CALCULATORS, compute, form_html
+from calculators.web.compute import argv_for, calculator, clean
+from calculators.web.page import command_line
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = ROOT / "node_modules"
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
+KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
+
+_BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
+_DIRECTIVE = re.compile(r"^\[\[(fields|command|table|validation-reports)\b([^\]]*)\]\]$", re.M)
+
+_forms: dict[str, list[str]] = {}
+
+
+_FORMATS: dict[str, Any] = {
+    "raw": str,
+    "gib": format_gib,
+    "gb": lambda v: f"{v / 10**9:,.2f} GB",
+    "int": lambda v: f"{v:,}",
+    "count": format_count,
+    "f1": lambda v: f"{v:,.1f}",
+    "f2": lambda v: f"{v:,.2f}",
+    "g4": lambda v: f"{v:.4g}",
+    "pct": lambda v: f"{v:.0%}",
+}
+
+
+def _fmt(value: Any, fmt: str | None, where: str) -> str:
+    if (fmt or "raw") not in _FORMATS:
+        raise PluginError(f"{where}: unknown format {fmt!r}")
+    return _FORMATS[fmt or "raw"](value)
+
+
+def _path(value: Any, path: str, where: str) -> Any:
+    for key in path.split("."):
+        try:
+            value = value[int(key)] if isinstance(value, list) else value[key]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise PluginError(f"{where}: no {path!r} in the result") from None
+    return value
+
+
+def _options(body: str, where: str) -> dict[str, str]:
+    out = {}
+    for line in body.splitlines():
+        if line.strip():
+            key, sep, value = line.partition(":")
+            if not sep:
+                raise PluginError(f"{where}: expected 'key: value', got {line!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in text.split())
+
+
+def _spec(model: str) -> ModelSpec:
+    return ModelSpec.from_hf_config(load_preset(model), name=model)
+
+
+def _fields_table(name: str) -> str:
+    calc = calculator(name)
+    rows = []
+    for f in calc.fields:
+        bounds = ""
+        if f.minimum is not None or f.maximum is not None:
+            bounds = f"{f.minimum if f.minimum is not None else ''} to "
+            bounds += f"{f.maximum:,}" if f.maximum is not None else ""
+        if f.choices:
+            shown = ", ".join(f.choices[:6]) + (", ..." if len(f.choices) > 6 else "")
+            bounds = "one of " + shown
+        default = "" if f.default in (None, "") else str(f.default)
+        rows.append(
+            f"| `{f.name}` | `{f.flag}` | {f.label} | {f.unit} | {default} | {bounds} | {f.help} |"
+        )
+    head = "| input | CLI flag | label | unit | default | bounds | what it is |\n"
+    return head + "|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+
+
+def _reference_table(which: str) -> str:
+    if which == "presets":
+        rows = []
+        for pid in preset_ids():
+            p = get_preset(pid)
+            spec = _spec(pid)
+            rows.append(
+                f"| `{pid}` | [{p.hf_repo}]({p.config_source}) | {spec.model_type} | "
+                f"{spec.num_layers} | {spec.num_heads} | {spec.num_kv_heads} | {spec.head_dim} |"
+            )
+        return (
+            "| preset | config.json | model_type | layers | heads | KV heads | head_dim |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+        )
+    if which == "gpus":
+        rows = [
+            f"| `{g.id}` | {g.memory_vendor} | {format_gib(g.visible_bytes)} | "
+            f"{g.bandwidth_gb_s:,.0f} | {g.bf16_dense_tflops:,.1f} | "
+            f"{'-' if g.fp8_dense_tflops is None else f'{g.fp8_dense_tflops:,.1f}'} |"
+            for g in GPUS
+        ]
+        return (
+            "| GPU | vendor memory | visible to torch | bandwidth, GB/s | BF16 dense TFLOPS | "
+            "FP8 dense TFLOPS |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
+        )
+    if which == "formats":
+        weights = "\n".join(f"| `{fid}` | {f.name} |" for fid, f in FORMATS.items())
+        kv = "\n".join(
+            f"| `{fid}` | {f.name} | {f.bits_per_value:g} |" for fid, f in KV_FORMATS.items()
+        )
+        return (
+            "### Weights formats\n\n| id | format |\n|---|---|\n"
+            + weights
+            + "\n\n### KV cache formats\n\n| id | format | bits per value |\n|---|---|---|\n"
+            + kv
+        )
+    raise PluginError(f"unknown table {which!r}")
+
+
+def _validation_reports(docs_dir: Path) -> str:
+    reports = sorted((docs_dir / "data" / "validation").glob("*.json"))
+    if not reports:
+        return (
+            '!!! note "No reports yet"\n\n'
+            "    No probe report has been published. Run a probe on a GPU, e.g. "
+            "`python -m probes kv-cache --model qwen3-8b --context 8192 --batch 4`, and add "
+            "the JSON report it writes to `docs/data/validation/`; it appears here on the "
+            "next build.\n"
+        )
+    out = []
+    for path in reports:
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise PluginError(f"validation report {path.name} cannot be read: {e}") from None
+        if not isinstance(report, dict):
+            raise PluginError(f"validation report {path.name} is not a JSON object")
+        title = f"{report.get('probe', path.stem)}: {report.get('status', 'no status')}"
+        out.append(f"### {escape(str(title))}\n")
+        out.append(f"Report [`{path.name}`](data/validation/{path.name}).\n")
+        out.append("| field | value |\n|---|---|")
+        for key, value in report.items():
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            text = escape(str(text)).replace("|", "\\|").replace("\n", " ")
+            out.append(f"| `{escape(key)}` | <code>{text}</code> |")
+        out.append("")
+    return "\n".join(out)
+
+
+def on_config(config: Any) -> Any:
+    missing = [f for f in PYODIDE_FILES if not (NODE / "pyodide" / f).is_file()]
+    missing += [f for f in KATEX_FILES if not (NODE / "katex" / "dist" / f).is_file()]
+    if missing:
+        raise PluginError(f"node_modules lacks {', '.join(missing)}: run `npm ci` (make node)")
+    return config
+
+
+def _calculators_zip() -> bytes:
+    buf = BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted((ROOT / "calculators").rglob("*")):
+            if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+                info = zipfile.ZipInfo(str(path.relative_to(ROOT)), (2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def on_files(files: Files, config: Any) -> Files:
+    for name in PYODIDE_FILES:
+        files.append(
+            File.generated(
+                config, f"assets/vendor/pyodide/{name}", abs_src_path=str(NODE / "pyodide" / name)
+            )
+        )
+    katex = NODE / "katex" / "dist"
+    for path in [katex / f for f in KATEX_FILES] + sorted((katex / "fonts").glob("*.woff2")):
+        rel = path.relative_to(katex).as_posix()
+        files.append(File.generated(config, f"assets/vendor/katex/{rel}", abs_src_path=str(path)))
+    files.append(File.generated(config, "assets/kd/calculators.zip", content=_calculators_zip()))
+    return files
+
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def _split(markdown: str) -> list[tuple[str, str]]:
+    """('text' | 'code' | 'calc', chunk) in order: fenced code is left alone, a top-level
+    ```calculator fence is a calculator block."""
+    out: list[tuple[str, str]] = []
+    lines = markdown.splitlines(keepends=True)
+    i = 0
+    text: list[str] = []
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            text.append(lines[i])
+            i += 1
+            continue
+        fence = m.group(1)
+        j = i + 1
+        while j < len(lines) and not re.match(rf"^{re.escape(fence)}[{fence[0]}]*\s*$", lines[j]):
+            j += 1
+        out.append(("text", "".join(text)))
+        text = []
+        kind = "calc" if fence == "```" and m.group(2).startswith("calculator ") else "code"
+        out.append((kind, "".join(lines[i : j + 1])))
+        i = j + 1
+    out.append(("text", "".join(text)))
+    return out
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    where = page.file.src_uri
+    examples: dict[str, dict[str, Any]] = {}
+    forms: list[str] = []
+
+    def block(chunk: str) -> str:
+        m = _BLOCK.match(chunk)
+        if not m:
+            raise PluginError(f"{where}: malformed calculator block {chunk[:40]!r}")
+        name = m.group(1)
+        if name not in CALCULATORS:
+            raise PluginError(f"{where}: unknown calculator {name!r}")
+        opts = _options(m.group(2), where)
+        ex_id = opts.pop("id", None)
+        show = opts.pop("show", "yes") != "no"
+        try:
+            result = compute(name, opts)
+            html = form_html(name, opts, form_id=f"kd-{name}-{len(forms)}") if show else ""
+        except ValueError as e:
+            raise PluginError(f"{where}: calculator {name}: {e}") from None
+        if ex_id:
+            examples[ex_id] = result
+        if not show:
+            return ""
+        forms.append(html)
+        return f'\n<div class="kd-slot" data-slot="{len(forms) - 1}"></div>\n'
+
+    def directive(m: re.Match[str]) -> str:
+        kind, arg = m.group(1), m.group(2).strip()
+        try:
+            if kind == "fields":
+                return _fields_table(arg)
+            if kind == "command":
+                name, _, rest = arg.partition(" ")
+                calc = calculator(name)
+                return f"```sh\n{command_line(argv_for(calc, clean(calc, _pairs(rest))))}\n```"
+            if kind == "table":
+                return _reference_table(arg)
+        except ValueError as e:
+            raise PluginError(f"{where}: [[{kind} {arg}]]: {e}") from None
+        return _validation_reports(Path(config["docs_dir"]))
+
+    def ref(m: re.Match[str]) -> str:
+        source, path, fmt = m.group(1), m.group(2), m.group(3)
+        label = f"{where}: [[{m.group(0)[2:-2]}]]"
+        try:
+            return _resolve(source, path, fmt, label, examples)
+        except (ValueError, AttributeError, TypeError) as e:
+            raise PluginError(f"{label}: {e}") from None
+
+    def text(chunk: str) -> str:
+        codes: list[str] = []
+
+        def keep(m: re.Match[str]) -> str:
+            codes.append(m.group(0))
+            return f"\x00{len(codes) - 1}\x00"
+
+        chunk = _INLINE_CODE.sub(keep, chunk)
+        chunk = _REF.sub(ref, _DIRECTIVE.sub(directive, chunk))
+        return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], chunk)
+
+    chunks = _split(markdown)
+    done = {i: block(c) for i, (k, c) in enumerate(chunks) if k == "calc"}
+    out = [
+        done[i] if k == "calc" else c if k == "code" else text(c) for i, (k, c) in enumerate(chunks)
+    ]
+    _forms[where] = forms
+    return "".join(out)
+
+
+def _resolve(
+    source: str, path: str, fmt: str | None, label: str, examples: dict[str, dict[str, Any]]
+) -> str:
+    if source == "spec":
+        model, _, attr = path.partition(":")
+        if model not in preset_ids():
+            raise PluginError(f"{label}: unknown preset {model!r}")
+        spec = _spec(model)
+        if attr == "hidden_over_heads":
+            return _fmt(spec.hidden_size // spec.num_heads, fmt, label)
+        value = getattr(spec, attr, None)
+        if value is None:
+            raise PluginError(f"{label}: the spec has no {attr!r}")
+        return _fmt(value, fmt, label)
+    if source == "kvformat":
+        fid, _, attr = path.partition(":")
+        if fid not in KV_FORMATS:
+            raise PluginError(f"{label}: unknown KV format {fid!r}")
+        return _fmt(getattr(KV_FORMATS[fid], attr), fmt, label)
+    if source == "preset":
+        model, _, attr = path.partition(":")
+        return _fmt(getattr(get_preset(model), attr), fmt, label)
+    if source not in examples:
+        raise PluginError(f"{label}: no example {source!r} on this page")
+    return _fmt(_path(examples[source], path, label), fmt, label)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    forms = _forms.pop(page.file.src_uri, [])
+    for i, form in enumerate(forms):
+        slot = f'<div class="kd-slot" data-slot="{i}"></div>'
+        if slot not in html:
+            raise PluginError(f"{page.file.src_uri}: calculator {i} lost in Markdown rendering")
+        html = html.replace(slot, form)
+    return html
