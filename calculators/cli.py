@@ -297,6 +297,19 @@ def _training_json(fit: TrainingFit) -> dict[str, Any]:
     }
 
 
+FSDP_STAGES = {"full-shard": 3, "shard-grad-op": 2}  # FSDP paper, arXiv:2304.11277, 3.2
+
+
+def _zero_stage(zero: int | None, fsdp: str | None) -> int:
+    if fsdp is None:
+        return 0 if zero is None else zero
+    if fsdp not in FSDP_STAGES:
+        raise UsageError(f"--fsdp must be full-shard or shard-grad-op, got {fsdp!r}")
+    if zero is not None and zero != FSDP_STAGES[fsdp]:
+        raise UsageError(f"--fsdp {fsdp} is ZeRO-{FSDP_STAGES[fsdp]}, but --zero {zero} was given")
+    return FSDP_STAGES[fsdp]
+
+
 def cmd_training(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     spec = None if args.params is not None else _load_spec(args)
     targets = tuple(t for t in args.lora_targets.split(",") if t)
@@ -313,7 +326,7 @@ def cmd_training(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         lora_rank=args.lora_rank,
         lora_targets=targets,
         base_format=args.base_format,
-        zero_stage=args.zero,
+        zero_stage=_zero_stage(args.zero, args.fsdp),
         gpus=args.gpus,
         ddp_bucket_view=args.ddp_bucket_view,
         prefetch=args.prefetch,
@@ -734,7 +747,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated module names, or all-linear",
     )
     p.add_argument("--base-format", help="frozen base format under LoRA, e.g. nf4-dq (QLoRA)")
-    p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (FSDP full shard: 3)")
+    p.add_argument("--zero", type=int, help="ZeRO stage 0-3 (default 0: DDP when --gpus > 1)")
+    p.add_argument(
+        "--fsdp", help="full-shard (= ZeRO-3) or shard-grad-op (= ZeRO-2), instead of --zero"
+    )
     p.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
     p.add_argument("--ddp-bucket-view", action="store_true", help="DDP gradient_as_bucket_view")
     p.add_argument("--prefetch", type=int, default=1, help="ZeRO-3/FSDP units gathered ahead")

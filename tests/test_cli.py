@@ -173,6 +173,16 @@ def test_training_json_with_a_model(capsys):
     )
 
 
+def test_fsdp_is_a_zero_stage(capsys):
+    common = ["training", "--params", "1000000000", "--gpus", "8"]
+    full = run_json(capsys, *common, "--fsdp", "full-shard")
+    zero3 = run_json(capsys, *common, "--zero", "3")
+    grad_op = run_json(capsys, *common, "--fsdp", "shard-grad-op")
+    zero2 = run_json(capsys, *common, "--zero", "2")
+    assert full["per_gpu_bytes"] == zero3["per_gpu_bytes"]
+    assert grad_op["per_gpu_bytes"] == zero2["per_gpu_bytes"]
+
+
 def test_training_table_names_the_peak(capsys):
     assert main(["training", "--model", "gpt2", "--seq-len", "512", "--gpu", "l4"]) == 0
     out = capsys.readouterr().out
@@ -310,6 +320,8 @@ BAD = [
     (["training", "--params", "10", "--memory-gib", "-1"], "--memory-gib must be a non-neg"),
     (["training", "--params", "10", "--gpu", "h900"], "gpu"),
     (["training"], "one of the arguments --config --model --params is required"),
+    (["training", "--params", "9", "--fsdp", "hybrid"], "--fsdp must be full-shard or shard"),
+    (["training", "--params", "9", "--fsdp", "full-shard", "--zero", "1"], "is ZeRO-3, but"),
     (["budget", "--price", "2", "--phase", "x:1:tokens=9"], "tokens= needs --model or --config"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
