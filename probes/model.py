@@ -132,6 +132,7 @@ class Attention(nn.Module):
             self.k_proj = nn.Linear(h, kv, bias=spec.qkv_bias)
             self.v_proj = nn.Linear(h, kv, bias=spec.qkv_bias)
         self.o_proj = nn.Linear(q, h, bias=spec.o_bias)
+        self.kv_sink: list[torch.Tensor] | None = None
         self.qk_norm = spec.qk_norm
         if spec.qk_norm == "per_head":
             self.q_norm, self.k_norm = _norm(spec, d), _norm(spec, d)
@@ -157,6 +158,9 @@ class Attention(nn.Module):
         v = v.view(b, s, self.kv_heads, d).transpose(1, 2)
         if rope is not None:
             q, k = _rope(q, *rope), _rope(k, *rope)
+        if self.kv_sink is not None:  # a DynamicCache's layer: K and V, the window's tokens
+            keep = s if window is None else min(s, window)
+            self.kv_sink += [k[:, :, s - keep :].clone(), v[:, :, s - keep :].clone()]
         out = attend(q, k, v, window, impl)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, self.heads * d))
 
@@ -183,6 +187,7 @@ class MLAttention(nn.Module):
             m.kv_lora_rank, n * (m.qk_nope_head_dim + m.v_head_dim), bias=False
         )
         self.o_proj = nn.Linear(n * m.v_head_dim, h, bias=False)
+        self.kv_sink: list[torch.Tensor] | None = None
 
     def forward(self, x, rope, window, impl):  # type: ignore[no-untyped-def]
         b, s, _ = x.shape
@@ -200,6 +205,8 @@ class MLAttention(nn.Module):
         k_nope, v = kv.split([m.qk_nope_head_dim, m.v_head_dim], dim=-1)
         k_rope = k_rope.view(b, 1, s, m.qk_rope_head_dim)
         q_rope, k_rope = _rope(q_rope, *rope), _rope(k_rope, *rope)
+        if self.kv_sink is not None:  # latent layout: c_kv and the shared rope key
+            self.kv_sink.append(torch.cat((latent, k_rope.view(b, s, -1)), dim=-1).clone())
         q = torch.cat((q_nope, q_rope), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(b, n, s, m.qk_rope_head_dim)), dim=-1)
         out = attend(q, k, v, window, impl)

@@ -1,0 +1,125 @@
+"""weights and kv-cache probes: what a loaded model and its KV cache really hold.
+
+weights:  builds the model in a torch dtype (fp32, bf16, fp16: the formats torch holds
+          natively) and measures `sum(p.numel())`, the bytes of its unique parameter
+          storages, and what the backend sees allocated; the estimate is
+          `parameter_counts(spec).total` and `weight_bytes(spec, format).main_bytes`.
+kv-cache: runs a no-grad prefill of `batch` sequences of `context` tokens and keeps
+          what transformers' DynamicCache would: per layer K and V after RoPE (the last
+          `window` tokens on sliding layers), or MLA's latent c_kv and shared rope key.
+          Measured: the bytes those tensors hold and the allocator's growth with the
+          cache alive and everything else freed; estimate: `kv_cache_bytes`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from calculators.kv_cache import KVSettings, kv_cache_bytes
+from calculators.params import parameter_counts
+from calculators.spec import ModelSpec
+from calculators.weights import weight_bytes
+from probes.memory import CPUBackend, CudaBackend
+from probes.model import build_model, parameter_count
+
+VERSION = "1"
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _dtype(fmt: str) -> torch.dtype:
+    if fmt not in DTYPES:
+        raise ValueError(f"format must be one of {', '.join(DTYPES)} for a probe, got {fmt!r}")
+    return DTYPES[fmt]
+
+
+def unique_storage_bytes(tensors: Any) -> int:
+    seen: dict[int, int] = {}
+    for t in tensors:
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
+def weights_probe(
+    spec: ModelSpec, fmt: str, *, device: str, backend: CPUBackend | CudaBackend
+) -> dict[str, Any]:
+    dtype = _dtype(fmt)
+    backend.start()
+    before = backend.current()
+    model = build_model(spec, device=device, dtype=dtype)
+    allocated = backend.current() - before
+    measured = {
+        "parameters": parameter_count(model),
+        "weight_bytes": unique_storage_bytes(model.parameters()),
+        "allocated_bytes": allocated,
+    }
+    w = weight_bytes(spec, fmt).main_bytes
+    estimate = {
+        "parameters": parameter_counts(spec).total,
+        "weight_bytes": w,
+        "allocated_bytes": w,
+    }
+    return {
+        "inputs": {
+            "model": spec.name,
+            "model_type": spec.model_type,
+            "format": fmt,
+            "device": device,
+        },
+        "estimate": estimate,
+        "measured": measured,
+        "units": {"parameters": "parameters", "weight_bytes": "bytes", "allocated_bytes": "bytes"},
+        "details": {"backend": backend.kind},
+    }
+
+
+def kv_cache_probe(
+    spec: ModelSpec,
+    fmt: str,
+    *,
+    context: int,
+    batch: int,
+    device: str,
+    backend: CPUBackend | CudaBackend,
+) -> dict[str, Any]:
+    for name, v in (("context", context), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    dtype = _dtype(fmt)
+    model = build_model(spec, device=device, dtype=dtype).eval()
+    attn = [layer.self_attn for layer in model.model.layers]
+    sinks: list[list[torch.Tensor]] = [[] for _ in attn]
+    ids = torch.randint(0, spec.vocab_size, (batch, context), device=device)
+    with torch.no_grad():
+        backend.start()
+        before = backend.current()
+        for a, sink in zip(attn, sinks, strict=True):
+            a.kv_sink = sink
+        logits = model(ids)
+        del logits
+        allocated = backend.current() - before
+        for a in attn:
+            a.kv_sink = None
+    held = sum(t.untyped_storage().nbytes() for sink in sinks for t in sink)
+    est = kv_cache_bytes(spec, context=context, batch=batch, settings=KVSettings(kv_format=fmt))
+    return {
+        "inputs": {
+            "model": spec.name,
+            "model_type": spec.model_type,
+            "kv_format": fmt,
+            "context": context,
+            "batch": batch,
+            "device": device,
+            "allocation": "dynamic",
+            "mla_layout": "latent",
+        },
+        "estimate": {"kv_cache_bytes": est.total_bytes, "allocated_bytes": est.total_bytes},
+        "measured": {"kv_cache_bytes": held, "allocated_bytes": allocated},
+        "units": {"kv_cache_bytes": "bytes", "allocated_bytes": "bytes"},
+        "details": {
+            "backend": backend.kind,
+            "prefill_peak_bytes": backend.end("prefill").peak_bytes,
+        },
+    }

@@ -1,0 +1,307 @@
+"""Measurement backends: the CUDA/ROCm caching allocator's statistics, and on CPU a
+live-tensor-bytes tracker.
+
+CUDA and ROCm (`torch.version.hip`; the same `torch.cuda` API): per phase, the peak of
+allocated and reserved bytes (`torch.cuda.max_memory_allocated`/`max_memory_reserved`
+after `reset_peak_memory_stats`), active bytes, allocation retries and OOM counts
+(`torch.cuda.memory_stats`: `active_bytes.all.current`, `num_alloc_retries`,
+`num_ooms`), and the context size from `mem_get_info` around initialisation.
+
+CPU: `LiveTensorTracker`, a `TorchDispatchMode` that counts each untyped storage once,
+when an op first returns it, and forgets it when the storage dies (a weakref finalizer
+on the storage; PyTorch keeps one Python object per storage alive as long as the
+storage). It gives the peak per phase and, at that peak, the bytes per category:
+parameters, gradients, optimizer states, activations (alive from the forward pass
+into backward) and temporaries (everything else).
+
+A CPU build of torch answers `torch.cuda.memory_allocated()` with 0 and no error; the
+CUDA backend refuses to start unless a CUDA or ROCm device is present, and refuses a
+zero peak as a measurement.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "temporaries")
+
+
+class MemoryLimitExceeded(torch.OutOfMemoryError):
+    """Raised by the CPU tracker when live bytes pass `--memory-limit`: the OOM path."""
+
+
+@dataclass
+class PhaseMeasurement:
+    """One phase: peak and end-of-phase bytes, and whatever else the backend knows."""
+
+    name: str
+    peak_bytes: int
+    current_bytes: int
+    extra: dict[str, Any] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "peak_bytes": self.peak_bytes,
+            "current_bytes": self.current_bytes,
+            **self.extra,
+            **({"peak_by_category": self.by_category} if self.by_category else {}),
+        }
+
+
+def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
+    if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+        return None
+    if hasattr(t, "to_local"):  # a DTensor (FSDP2): the local shard holds the memory
+        t = t.to_local()
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no storage
+        return None
+
+
+class LiveTensorTracker(TorchDispatchMode):
+    """Live tensor bytes on CPU: each storage counted once, freed with the storage.
+
+    memory_limit: when live bytes exceed it, the op that crossed it raises
+    `MemoryLimitExceeded` (an `torch.OutOfMemoryError`), so the probes' OOM path can be
+    exercised on CPU.
+    """
+
+    def __init__(self, memory_limit: int | None = None) -> None:
+        super().__init__()
+        self.memory_limit = memory_limit
+        # data_ptr -> (allocation id, bytes); ids never repeat, addresses do
+        self.live: dict[int, tuple[int, int]] = {}
+        self._next_id = 0
+        self.current = 0
+        self.peak = 0
+        self._peak_live: dict[int, int] = {}
+        self._peak_pending = False
+
+    # -- bookkeeping ---------------------------------------------------------------
+    def _free(self, key: int, uid: int) -> None:
+        entry = self.live.get(key)
+        if entry is None or entry[0] != uid:
+            return
+        if self._peak_pending:
+            self._peak_live = self.snapshot()
+            self._peak_pending = False
+        del self.live[key]
+        self.current -= entry[1]
+
+    def snapshot(self) -> dict[int, int]:
+        """Allocation id -> bytes of every live storage."""
+        return dict(self.live.values())
+
+    def ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
+        """Allocation ids of the (tracked) storages of `tensors`."""
+        out = set()
+        for t in tensors:
+            st = _storage(t)
+            if st is not None and st.data_ptr() in self.live:
+                out.add(self.live[st.data_ptr()][0])
+        return out
+
+    def _add(self, t: torch.Tensor) -> None:
+        st = _storage(t)
+        if st is None:
+            return
+        n = st.nbytes()
+        key = st.data_ptr()
+        if n == 0 or key in self.live:
+            return
+        uid = self._next_id
+        self._next_id += 1
+        self.live[key] = (uid, n)
+        self.current += n
+        weakref.finalize(st, self._free, key, uid)
+        if self.current > self.peak:
+            self.peak = self.current
+            self._peak_pending = True
+        if self.memory_limit is not None and self.current > self.memory_limit:
+            raise MemoryLimitExceeded(
+                f"live tensor bytes {self.current} exceed the memory limit {self.memory_limit}"
+            )
+
+    def adopt(self, tensors: Iterable[torch.Tensor]) -> None:
+        """Count tensors that exist already (parameters made before tracking began)."""
+        for t in tensors:
+            self._add(t)
+
+    def reset_peak(self) -> None:
+        self.peak = self.current
+        self._peak_live = self.snapshot()
+        self._peak_pending = False
+
+    def peak_live(self) -> dict[int, int]:
+        """Storage key -> bytes of every storage alive at the peak."""
+        if self._peak_pending:
+            return self.snapshot()
+        return self._peak_live
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self._add(t)
+        return out
+
+
+@dataclass
+class Categorizer:
+    """Storage keys of each category, filled in by the probe as it learns them."""
+
+    parameters: set[int] = field(default_factory=set)
+    gradients: set[int] = field(default_factory=set)
+    optimizer_states: set[int] = field(default_factory=set)
+    activations: set[int] = field(default_factory=set)
+
+    def split(self, keys: Iterable[int], sizes: dict[int, int]) -> dict[str, int]:
+        out = dict.fromkeys(CATEGORIES, 0)
+        for k in keys:
+            n = sizes.get(k, 0)
+            if k in self.parameters:
+                out["parameters"] += n
+            elif k in self.gradients:
+                out["gradients"] += n
+            elif k in self.optimizer_states:
+                out["optimizer_states"] += n
+            elif k in self.activations:
+                out["activations"] += n
+            else:
+                out["temporaries"] += n
+        return out
+
+
+class CPUBackend:
+    """Phases measured by a `LiveTensorTracker` entered for the whole probe."""
+
+    kind = "cpu-live-tensors"
+
+    def __init__(self, memory_limit: int | None = None) -> None:
+        self.tracker = LiveTensorTracker(memory_limit)
+        self.categories = Categorizer()
+        self._peaks: dict[str, dict[int, int]] = {}
+
+    def __enter__(self) -> CPUBackend:
+        self.tracker.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.tracker.__exit__(*exc)
+
+    def start(self) -> None:
+        self.tracker.reset_peak()
+
+    def ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
+        return self.tracker.ids(tensors)
+
+    def current(self) -> int:
+        return self.tracker.current
+
+    def end(self, name: str) -> PhaseMeasurement:
+        self._peaks[name] = self.tracker.peak_live()
+        return PhaseMeasurement(
+            name=name, peak_bytes=self.tracker.peak, current_bytes=self.tracker.current
+        )
+
+    def categorize(self, m: PhaseMeasurement) -> None:
+        """Fill `m.by_category` from the categories known now."""
+        live = self._peaks[m.name]
+        m.by_category = self.categories.split(live, live)
+        assert sum(m.by_category.values()) == m.peak_bytes, (m.by_category, m.peak_bytes)
+
+
+class CudaBackend:
+    """The caching allocator's statistics on CUDA or ROCm, per phase."""
+
+    kind = "cuda-allocator"
+
+    def __init__(self, device: str, memory_limit: int | None = None) -> None:
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r}: torch sees no CUDA or ROCm device")
+        self.device = torch.device(device)
+        self.categories = Categorizer()
+        total = torch.cuda.get_device_properties(self.device).total_memory
+        torch.cuda.init()
+        free, total = torch.cuda.mem_get_info(self.device)
+        self.context = {
+            "total_bytes": int(total),
+            "free_after_init_bytes": int(free),
+            # the CUDA context and other processes' memory: what is gone before torch allocates
+            "context_bytes": int(total - free - torch.cuda.memory_reserved(self.device)),
+        }
+        if memory_limit is not None:
+            torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), self.device)
+
+    def __enter__(self) -> CudaBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def ids(self, tensors: Iterable[torch.Tensor]) -> set[int]:
+        return set()
+
+    def start(self) -> None:
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def current(self) -> int:
+        return int(torch.cuda.memory_allocated(self.device))
+
+    def end(self, name: str) -> PhaseMeasurement:
+        torch.cuda.synchronize(self.device)
+        stats = torch.cuda.memory_stats(self.device)
+        peak = int(torch.cuda.max_memory_allocated(self.device))
+        if peak == 0:
+            raise RuntimeError(
+                f"phase {name}: the allocator reports 0 bytes, which is not a measurement "
+                "(a CPU build of torch, or the wrong device)"
+            )
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return PhaseMeasurement(
+            name=name,
+            peak_bytes=peak,
+            current_bytes=int(torch.cuda.memory_allocated(self.device)),
+            extra={
+                "max_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
+                "active_bytes": int(stats.get("active_bytes.all.current", 0)),
+                "alloc_retries": int(stats.get("num_alloc_retries", 0)),
+                "ooms": int(stats.get("num_ooms", 0)),
+                "free_bytes": int(free),
+            },
+        )
+
+    def categorize(self, m: PhaseMeasurement) -> None:
+        """The allocator does not know categories; left empty on CUDA."""
+
+
+def make_backend(device: str, memory_limit: int | None = None) -> CPUBackend | CudaBackend:
+    if device == "cpu":
+        return CPUBackend(memory_limit)
+    if device.startswith("cuda"):
+        return CudaBackend(device, memory_limit)
+    raise ValueError(f"device must be cuda or cpu, got {device!r}")
+
+
+def default_device() -> str:
+    """The GPU when there is one (CUDA or ROCm), else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def dump_snapshot(path: str) -> None:
+    """Write the allocator's history for https://pytorch.org/memory_viz (CUDA only)."""
+    torch.cuda.memory._dump_snapshot(path)
+
+
+def record_history() -> None:
+    torch.cuda.memory._record_memory_history(max_entries=100_000)

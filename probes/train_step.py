@@ -1,0 +1,228 @@
+"""train-step: memory of one training step, phase by phase, against `training_memory`.
+
+Phases (the ids of `calculators.training.PHASES`), measured on step `steps` (>= 2, so
+the optimizer states exist), gradients set to None between steps:
+
+  after_load      live bytes at the start of the step (parameters, optimizer states,
+                  master copy)
+  after_forward   live bytes when the loss is computed (+ activations kept for backward)
+  backward_peak   the highest live bytes during backward
+  optimizer_step  the highest live bytes during the optimizer step
+  peak            the highest of the step
+
+On CPU the tracker also splits each phase's peak into parameters, gradients, optimizer
+states (master copy included), activations and temporaries; `measured` then carries
+`parameters`, `gradients`, `optimizer_states` and `activations` under the names of the
+estimate's `per_gpu_bytes`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from calculators.spec import ModelSpec
+from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement
+from probes.setup import Trainer, apply_lora, batches, build
+
+VERSION = "1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepSettings:
+    micro_batch: int = 2
+    seq_len: int = 128
+    precision: str = "fp32"
+    optimizer: str = "adamw"
+    optimizer_impl: str = "foreach"
+    checkpointing: str = "none"
+    attention: str = "sdpa"
+    lora_rank: int | None = None
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    steps: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batch", "seq_len", "steps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.steps < 2:
+            raise ValueError(
+                f"steps must be at least 2 (the optimizer state exists from step 2), "
+                f"got {self.steps}"
+            )
+        if self.lora_rank is not None and (
+            isinstance(self.lora_rank, bool)
+            or not isinstance(self.lora_rank, int)
+            or self.lora_rank < 1
+        ):
+            raise ValueError(f"lora_rank must be a positive integer, got {self.lora_rank!r}")
+
+
+def estimate(spec: ModelSpec, s: StepSettings, *, zero_stage: int = 0, gpus: int = 1):  # type: ignore[no-untyped-def]
+    """The calculators' `training_memory` for the same step (None if not importable)."""
+    from calculators.training import TrainingQuery, training_memory
+
+    q = TrainingQuery(
+        micro_batch=s.micro_batch,
+        seq_len=s.seq_len,
+        precision=s.precision,
+        optimizer=s.optimizer,
+        optimizer_impl=s.optimizer_impl,
+        checkpointing=s.checkpointing,
+        attention=s.attention,
+        lora_rank=s.lora_rank,
+        lora_targets=s.lora_targets,
+        zero_stage=zero_stage,
+        gpus=gpus,
+    )
+    return training_memory(spec, q)
+
+
+def estimate_entries(r: Any) -> dict[str, int]:
+    out = {p.id: p.bytes for p in r.phases}
+    out.update(r.per_gpu_bytes)
+    return out
+
+
+class Phases:
+    """The current phase's name, for the OOM report."""
+
+    def __init__(self) -> None:
+        self.current = "setup"
+
+
+def run_step(
+    model: torch.nn.Module,
+    trainer: Trainer,
+    backend: CPUBackend | CudaBackend,
+    s: StepSettings,
+    vocab: int,
+    device: str,
+    phases: Phases,
+) -> dict[str, PhaseMeasurement]:
+    """Run `s.steps` steps; measure the phases of the last one."""
+    data = batches(vocab, s.micro_batch, s.seq_len, device, seed=s.seed)
+    out: dict[str, PhaseMeasurement] = {}
+    cats = backend.categories
+    cats.parameters |= backend.ids(model.parameters()) | backend.ids(model.buffers())
+    trainer.observe = lambda grads: cats.gradients.update(backend.ids(grads))
+    for step in range(1, s.steps + 1):
+        last = step == s.steps
+        ids, labels = next(data)
+        trainer.zero_grad()
+        if last:
+            phases.current = "after_load"
+            backend.start()
+            out["after_load"] = backend.end("after_load")
+            out["after_load"].current_bytes = backend.current()
+            backend.start()
+        phases.current = "forward"
+        loss = trainer.forward(ids, labels)
+        if last:
+            out["forward"] = backend.end("forward")
+            if isinstance(backend, CPUBackend):
+                live = backend.tracker.snapshot()
+                known = cats.parameters | cats.optimizer_states
+                cats.activations = {k for k in live if k not in known}
+                out["forward"].extra["activation_bytes"] = sum(live[k] for k in cats.activations)
+            backend.start()
+        phases.current = "backward"
+        trainer.backward(loss)
+        del loss
+        if last:
+            out["backward"] = backend.end("backward")
+            cats.gradients |= backend.ids(p.grad for p in trainer.trainable if p.grad is not None)
+            backend.start()
+        phases.current = "optimizer_step"
+        trainer.optimizer_step()
+        if last:
+            out["optimizer"] = backend.end("optimizer")
+        cats.optimizer_states |= backend.ids(trainer.state_tensors())
+    cats.activations -= cats.parameters | cats.gradients | cats.optimizer_states
+    for m in out.values():
+        backend.categorize(m)
+    phases.current = "done"
+    return out
+
+
+def measured_entries(ph: dict[str, PhaseMeasurement]) -> dict[str, int]:
+    """The phases under the estimate's names, plus the per-category split on CPU."""
+    m = {
+        "after_load": ph["after_load"].current_bytes,
+        "after_forward": ph["forward"].current_bytes,
+        "backward_peak": ph["backward"].peak_bytes,
+        "optimizer_step": ph["optimizer"].peak_bytes,
+    }
+    m["peak"] = max(m["after_load"], ph["forward"].peak_bytes, *list(m.values())[2:])
+    cat = ph["forward"].by_category
+    if cat:
+        # at the end of forward: what each category holds (the estimate's per_gpu_bytes)
+        end = ph["optimizer"].by_category
+        m["parameters"] = cat["parameters"]
+        m["activations"] = ph["forward"].extra["activation_bytes"]
+        m["optimizer_states"] = cat["optimizer_states"]
+        m["gradients"] = end["gradients"]
+    return m
+
+
+def train_step(
+    spec: ModelSpec,
+    config: dict[str, Any],
+    s: StepSettings,
+    *,
+    device: str,
+    backend: CPUBackend | CudaBackend,
+    phases: Phases,
+    hf: bool = False,
+    model_wrapper: Any = None,
+) -> dict[str, Any]:
+    """Build, train `s.steps` steps, measure; returns the report's probe sections."""
+    t0 = time.perf_counter()
+    phases.current = "load"
+    model = build(
+        spec,
+        config,
+        device=device,
+        precision=s.precision,
+        attention=s.attention,
+        checkpointing=s.checkpointing,
+        hf=hf,
+        seed=s.seed,
+    )
+    total = sum(p.numel() for p in model.parameters())
+    if s.lora_rank is not None:
+        apply_lora(model, s.lora_rank, s.lora_targets)
+    if model_wrapper is not None:
+        model = model_wrapper(model)
+    trainer = Trainer(
+        model,
+        precision=s.precision,
+        optimizer=s.optimizer,
+        optimizer_impl=s.optimizer_impl,
+        device=device,
+    )
+    ph = run_step(model, trainer, backend, s, spec.vocab_size, device, phases)
+    measured = measured_entries(ph)
+    return {
+        "inputs": {
+            **asdict(s),
+            "model": spec.name,
+            "model_type": spec.model_type,
+            "device": device,
+            "hf": hf,
+        },
+        "measured": measured,
+        "details": {
+            "backend": backend.kind,
+            "parameters_built": total,
+            "trainable_parameters": sum(p.numel() for p in trainer.trainable),
+            "phases": {k: v.as_dict() for k, v in ph.items()},
+            "seconds": time.perf_counter() - t0,
+            **({"context": backend.context} if isinstance(backend, CudaBackend) else {}),
+        },
+    }
