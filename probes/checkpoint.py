@@ -253,7 +253,8 @@ def checkpoint_probe(
     if complete is not None and not complete["bitwise_equal"]:
         details["status"] = "error"
         details["error"] = (
-            f"a complete checkpoint did not resume bitwise (max abs diff {complete['max_abs_diff']:.3g})"
+            "a complete checkpoint did not resume bitwise "
+            f"(max abs diff {complete['max_abs_diff']:.3g})"
         )
     lines = [
         f"omit {k}: {'bitwise equal' if v['bitwise_equal'] else 'DIFFERS'} "
