@@ -116,6 +116,29 @@ def attend(
     return probs @ v
 
 
+def _extend(
+    cache: list[torch.Tensor], k: torch.Tensor, v: torch.Tensor, window: int | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q_len = k.shape[2]
+    """Append k, v to a decode cache [K, V] (expanded heads; the window's tokens kept)."""
+    if cache:
+        k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
+    if window is not None:
+        cache[:] = [k[:, :, -window:], v[:, :, -window:]]
+        if q_len == 1:  # the new token sees itself and the window - 1 before it
+            return cache[0], cache[1]
+    else:
+        cache[:] = [k, v]
+    return k, v
+
+
+def _attend_all(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    return F.scaled_dot_product_attention(q, k, v)
+
+
 class Attention(nn.Module):
     """GQA/MQA/MHA attention with optional fused qkv, biases and q/k norms."""
 
@@ -133,6 +156,7 @@ class Attention(nn.Module):
             self.v_proj = nn.Linear(h, kv, bias=spec.qkv_bias)
         self.o_proj = nn.Linear(q, h, bias=spec.o_bias)
         self.kv_sink: list[torch.Tensor] | None = None
+        self.decode_cache: list[torch.Tensor] | None = None
         self.qk_norm = spec.qk_norm
         if spec.qk_norm == "per_head":
             self.q_norm, self.k_norm = _norm(spec, d), _norm(spec, d)
@@ -161,6 +185,10 @@ class Attention(nn.Module):
         if self.kv_sink is not None:  # a DynamicCache's layer: K and V, the window's tokens
             keep = s if window is None else min(s, window)
             self.kv_sink += [k[:, :, s - keep :].clone(), v[:, :, s - keep :].clone()]
+        if self.decode_cache is not None:
+            k, v = _extend(self.decode_cache, k, v, window)
+            if s == 1:  # one new token attends to everything cached: no mask
+                return self.o_proj(_attend_all(q, k, v).transpose(1, 2).reshape(b, s, -1))
         out = attend(q, k, v, window, impl)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, self.heads * d))
 
@@ -188,6 +216,7 @@ class MLAttention(nn.Module):
         )
         self.o_proj = nn.Linear(n * m.v_head_dim, h, bias=False)
         self.kv_sink: list[torch.Tensor] | None = None
+        self.decode_cache: list[torch.Tensor] | None = None
 
     def forward(self, x, rope, window, impl):  # type: ignore[no-untyped-def]
         b, s, _ = x.shape
@@ -209,6 +238,10 @@ class MLAttention(nn.Module):
             self.kv_sink.append(torch.cat((latent, k_rope.view(b, s, -1)), dim=-1).clone())
         q = torch.cat((q_nope, q_rope), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(b, n, s, m.qk_rope_head_dim)), dim=-1)
+        if self.decode_cache is not None:
+            k, v = _extend(self.decode_cache, k, v, window)
+            if s == 1:
+                return self.o_proj(_attend_all(q, k, v).transpose(1, 2).reshape(b, s, -1))
         out = attend(q, k, v, window, impl)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, n * m.v_head_dim))
 
@@ -403,11 +436,13 @@ class ReferenceDecoder(nn.Module):
             return self.model.embed_tokens.weight
         return self.lm_head.weight
 
-    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def hidden(self, input_ids: torch.Tensor, past: int = 0) -> torch.Tensor:
+        """Final hidden states; `past` tokens are already in the decode caches."""
         s = input_ids.shape[1]
         x = self.model.embed_tokens(input_ids)
         if self.spec.learned_positions:
-            x = x + self.model.embed_positions(torch.arange(s, device=input_ids.device))
+            pos = torch.arange(past, past + s, device=input_ids.device)
+            x = x + self.model.embed_positions(pos)
         if self.spec.model_type.startswith("gemma"):
             x = x * torch.tensor(self.spec.hidden_size**0.5, dtype=x.dtype)
         rope = None
@@ -417,7 +452,8 @@ class ReferenceDecoder(nn.Module):
                 if torch.is_autocast_enabled(x.device.type)
                 else x.dtype
             )
-            rope = rope_tables(s, self.rope_dim, x.device, dtype)
+            cos, sin = rope_tables(past + s, self.rope_dim, x.device, dtype)
+            rope = (cos[past:], sin[past:])
         for layer in self.model.layers:
             if self.checkpointing == "full" and self.training:
                 x = checkpoint(layer, x, rope, self.attention, use_reentrant=False)
@@ -425,8 +461,17 @@ class ReferenceDecoder(nn.Module):
                 x = layer(x, rope, self.attention)
         return self.model.norm(x)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return F.linear(self.hidden(input_ids), self.output_weight())
+    def forward(self, input_ids: torch.Tensor, past: int = 0) -> torch.Tensor:
+        return F.linear(self.hidden(input_ids, past), self.output_weight())
+
+    def start_decoding(self) -> None:
+        """Give every attention module an empty decode cache (`forward(ids, past)` fills it)."""
+        for layer in self.model.layers:
+            layer.self_attn.decode_cache = []
+
+    def stop_decoding(self) -> None:
+        for layer in self.model.layers:
+            layer.self_attn.decode_cache = None
 
     def loss(
         self, input_ids: torch.Tensor, labels: torch.Tensor, reduction: str = "mean"
