@@ -7,7 +7,15 @@ STAMP := $(VENV)/.installed
 # pull a CUDA build of several GB. Users with their own GPU build keep theirs (torch>=2.4).
 TORCH ?= torch==2.13.0
 
-.PHONY: setup test lint demo bench clean
+NODE_STAMP := node_modules/.package-lock.json
+# Pure-Python wheels for the calculators' tests inside Pyodide (its own pytest wheel lives on
+# its CDN). hypothesis: the last release with a pure wheel.
+PYODIDE_WHEELS := .wheels/pyodide
+PYODIDE_TEST_REQS := pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4 \
+	pygments==2.21.0 hypothesis==6.155.7 sortedcontainers==2.4.0 attrs==26.1.0
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: setup test lint demo bench clean node chromium build serve pyodide-wheels test-pyodide
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,18 +30,55 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: lint
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+node: $(NODE_STAMP)
+
+# Headless Chromium for the browser tests, from Debian's package (never `playwright install`).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+$(PYODIDE_WHEELS)/.done: Makefile $(STAMP)
+	rm -rf $(PYODIDE_WHEELS)
+	$(PY) -m pip download --quiet --only-binary=:all: --no-deps --platform any \
+		--python-version 3.14 --implementation py --abi none \
+		--dest $(PYODIDE_WHEELS) $(PYODIDE_TEST_REQS)
+	touch $@
+
+pyodide-wheels: $(PYODIDE_WHEELS)/.done
+
+build: $(STAMP) $(NODE_STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+serve: $(STAMP) $(NODE_STAMP)
+	$(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:8000
+
+# The calculators' unit tests again, inside the pinned Pyodide under Node.
+test-pyodide: $(NODE_STAMP) $(PYODIDE_WHEELS)/.done
+	node tests/pyodide/run.mjs $(PYODIDE_WHEELS)
+
+# Unit tests, the site build and the browser tests (tests/browser), then the Pyodide run.
+test: lint chromium $(NODE_STAMP)
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-pyodide
 
 # Accuracy against published figures and speed, as medians; never run as timed tests.
 bench: $(STAMP)
 	$(PY) -m benchmarks.accuracy_weights
 	$(PY) -m benchmarks.speed_calculators
+	$(MAKE) --no-print-directory chromium node
+	$(PY) -m benchmarks.site_load
 
-# The site issue turns this into `make serve`; until then, the CLI on a real preset.
+# The CLI on a real preset (the site is `make serve`).
 demo: $(STAMP)
 	$(PY) -m calculators envelope --model llama-3.1-8b --format bf16 --kv-format bf16 \
 		--context 8192 --batch 4 --gpu l40s
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis site node_modules .wheels \
+		test-artifacts .cache

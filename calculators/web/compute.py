@@ -104,13 +104,16 @@ def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
 
 def _blame(calc: Calculator, message: str) -> str:
     """The field a calculator's error message names first, '' if none."""
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, int, str]] = []
     for f in calc.fields:
         for n in (f.flag, f.name, f.name.replace("_", " ")):
-            m = re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", message)
-            if m:
-                found.append((m.start(), -len(n), f.name))
-    return min(found)[2] if found else ""
+            whole = re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", message)
+            # a longer dataclass field named after the input: price -> price_per_gpu_hour
+            prefix = re.search(rf"(?<![\w-]){re.escape(n)}_\w", message)
+            for rank, m in ((0, whole), (1, prefix)):
+                if m:
+                    found.append((rank, m.start(), -len(n), f.name))
+    return min(found)[3] if found else ""
 
 
 def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ No figure is typed by hand: a reference that cannot be resolved fails the build.
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 import zipfile
 from html import escape
@@ -59,6 +60,11 @@ _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
 _DIRECTIVE = re.compile(r"^\[\[(fields|command|table|validation-reports)\b([^\]]*)\]\]$", re.M)
 
 _forms: dict[str, list[str]] = {}
+
+# `mkdocs serve` guesses types with mimetypes: a module worker refuses .mjs served as
+# application/octet-stream, and WebAssembly streaming wants application/wasm.
+mimetypes.add_type("text/javascript", ".mjs")
+mimetypes.add_type("application/wasm", ".wasm")
 
 
 _FORMATS: dict[str, Any] = {

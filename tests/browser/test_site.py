@@ -1,0 +1,73 @@
+"""The site around the calculators: home page cards, formulas, the notebook, validation
+reports, downloads, and Material's instant navigation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from calculators.web import compute
+from tests.browser.conftest import Watched
+
+
+def test_home_page_asks_and_shows_five_questions(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url)
+    expect(page.locator("h1")).to_contain_text("Which question is holding you up today?")
+    cards = page.locator(".grid.cards > ul > li")
+    expect(cards).to_have_count(5)
+    for i in range(5):
+        assert cards.nth(i).locator("a").count() >= 3
+
+
+def test_formulas_render_with_local_katex(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "memory/kv-cache/")
+    expect(page.locator(".katex").first).to_be_visible()
+    assert page.locator(".katex-error").count() == 0
+
+
+def test_notebook_page_renders_its_outputs(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "reference/kv-cache-notebook/")
+    expect(page.get_by_text("tokens:").first).to_be_visible()
+
+
+def test_validation_page_without_reports(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "probes/validation/")
+    expect(page.get_by_text("python -m probes kv-cache").first).to_be_visible()
+
+
+def test_downloads_carry_the_current_result(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "calculators/kv-cache/")
+    result = page.locator("[data-result]").first
+    expect(result).to_have_attribute("data-state", "ready", timeout=60_000)
+    with page.expect_download() as info:
+        page.locator('[data-download="json"]').first.click()
+    data = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
+    inputs = {"model": "llama-3.1-8b", "context": 8192, "batch": 4, "free_gib": 40}
+    assert data == json.loads(json.dumps(compute("kv-cache", inputs)))
+    with page.expect_download() as info:
+        page.locator('[data-download="csv"]').first.click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("field,value\n")
+    assert f"total_bytes,{data['total_bytes']}\n" in text
+
+
+def test_instant_navigation_binds_the_calculator(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "calculators/")
+    page.locator("article a[href$='batch/']").first.click()
+    expect(page).to_have_url(re.compile(r"calculators/batch/$"))
+    result = page.locator('form[data-calculator="batch"] [data-result]')
+    expect(result).to_have_attribute("data-state", "ready", timeout=60_000)
+    page.locator('[name="micro_batch"]').fill("2")
+    want = compute("batch", {"micro_batch": 2, "gpus": 8, "seq_len": 4096, "global_batch": 256})
+    # the worker answers with Python's own json.dumps, so the text is identical
+    expect(result).to_have_attribute("data-result-json", json.dumps(want), timeout=10_000)
+    expect(result).to_contain_text(f"{want['accumulation_steps']:,}")

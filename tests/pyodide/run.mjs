@@ -1,0 +1,95 @@
+// The calculators' unit tests inside the pinned Pyodide (node_modules/pyodide), under Node.
+//
+//   node tests/pyodide/run.mjs WHEEL_DIR [pytest args...]
+//
+// WHEEL_DIR holds pure-Python wheels of pytest and hypothesis with their dependencies
+// (`make pyodide-wheels` downloads them from PyPI); Pyodide's own pytest wheel is on its
+// CDN, which the test machines cannot reach. The calculators package and the tests are
+// copied from this repository into Pyodide's in-memory file system, so nothing of the
+// host's Python is used. Exits with pytest's status.
+import { loadPyodide } from "../../node_modules/pyodide/pyodide.mjs";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const [wheelDir, ...pytestArgs] = process.argv.slice(2);
+if (!wheelDir) {
+  console.error("usage: node tests/pyodide/run.mjs WHEEL_DIR [pytest args...]");
+  process.exit(2);
+}
+
+// Tests the browser's Python cannot run, each with its reason.
+const DESELECTED = {
+  "tests/test_purity.py": "spawns a CPython subprocess (no subprocesses in Pyodide)",
+  "tests/browser": "drives Chromium with Playwright from CPython",
+  "tests/pyodide": "this runner itself",
+};
+const DESELECTED_TESTS = {
+  "tests/test_cli.py::test_real_process_exits_2_without_traceback":
+    "runs `python -m calculators` in a subprocess",
+};
+const DESELECTED_GLOBS = {
+  "tests/test_probe*": "the probes need torch, which this Pyodide does not ship",
+};
+
+function copyTree(pyodide, from, to) {
+  pyodide.FS.mkdirTree(to);
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (entry.name === "__pycache__" || entry.name.startsWith(".")) continue;
+    const src = path.join(from, entry.name);
+    const dst = `${to}/${entry.name}`;
+    if (entry.isDirectory()) copyTree(pyodide, src, dst);
+    else if (entry.isFile()) pyodide.FS.writeFile(dst, fs.readFileSync(src));
+  }
+}
+
+// An uncaught error would print Pyodide's whole minified source: report the message only.
+process.on("uncaughtException", (error) => {
+  console.error(`pyodide test run failed: ${error && error.message ? error.message : error}`);
+  process.exit(3);
+});
+process.on("unhandledRejection", (error) => {
+  console.error(`pyodide test run failed: ${error && error.message ? error.message : error}`);
+  process.exit(3);
+});
+
+const pyodide = await loadPyodide();
+const wheels = fs.readdirSync(wheelDir).filter((name) => name.endsWith(".whl"));
+if (wheels.length === 0) {
+  console.error(`no wheels in ${wheelDir}: run make pyodide-wheels`);
+  process.exit(2);
+}
+const sitePackages = pyodide.runPython("import site; site.getsitepackages()[0]");
+for (const name of wheels) {
+  pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(wheelDir, name))), "wheel", {
+    extractDir: sitePackages,
+  });
+}
+const work = "/home/pyodide/repo";
+copyTree(pyodide, path.join(root, "calculators"), `${work}/calculators`);
+copyTree(pyodide, path.join(root, "tests"), `${work}/tests`);
+pyodide.FS.writeFile(`${work}/pyproject.toml`, fs.readFileSync(path.join(root, "pyproject.toml")));
+
+for (const [what, why] of Object.entries({ ...DESELECTED, ...DESELECTED_GLOBS, ...DESELECTED_TESTS })) {
+  console.log(`deselected in Pyodide: ${what}: ${why}`);
+}
+const args = [
+  "-q",
+  "-p",
+  "no:cacheprovider",
+  ...Object.keys(DESELECTED).map((p) => `--ignore=${p}`),
+  ...Object.keys(DESELECTED_GLOBS).map((p) => `--ignore-glob=${p}`),
+  ...Object.keys(DESELECTED_TESTS).map((p) => `--deselect=${p}`),
+  ...pytestArgs,
+];
+pyodide.globals.set("pytest_args", pyodide.toPy(args));
+const status = await pyodide.runPythonAsync(`
+import os, sys, platform
+os.chdir(${JSON.stringify(work)})
+sys.path.insert(0, ${JSON.stringify(work)})
+print("Python", platform.python_version(), "on", sys.platform)
+import pytest
+int(pytest.main(list(pytest_args)))
+`);
+process.exit(status);

@@ -1,0 +1,94 @@
+"""calculators.web.compute: form inputs give exactly the CLI's JSON; bad inputs name their field."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calculators.cli import main
+from calculators.web import CALCULATORS, FieldError, compute
+from calculators.web.compute import argv_for, calculator, clean
+
+
+def cli_json(argv: list[str]) -> object:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_defaults_equal_the_cli(name: str) -> None:
+    calc = calculator(name)
+    argv = argv_for(calc, clean(calc, {}))
+    assert json.loads(json.dumps(compute(name))) == cli_json(argv)
+
+
+def test_kv_cache_inputs_reach_the_calculator() -> None:
+    r = compute("kv-cache", {"model": "llama-3.1-8b", "context": "32768", "batch": "8"})
+    # Llama 3.1 8B: 32 layers x 2 (K, V) x 8 KV heads x 128 head_dim x 2 bytes (bf16)
+    assert r["bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    assert r["total_bytes"] == 8 * 32768 * r["bytes_per_token"]
+
+
+def test_argv_repeats_lines_and_sets_flags() -> None:
+    calc = calculator("budget")
+    values = clean(calc, {"phase": "a:1:2\n\nb:3:4:2", "price": "3"})
+    argv = argv_for(calc, values)
+    assert argv[:5] == ["budget", "--phase", "a:1:2", "--phase", "b:3:4:2"]
+    assert "--price" in argv and argv[argv.index("--price") + 1] == "3.0"
+    env = argv_for(calculator("envelope"), clean(calculator("envelope"), {"include_mtp": True}))
+    assert "--include-mtp" in env
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "words"),
+    [
+        ("kv-cache", "context", "-4", ["context", "-4", "at least 1"]),
+        ("kv-cache", "context", "abc", ["context", "abc", "whole number"]),
+        ("kv-cache", "kv_format", "fp3", ["kv_format", "fp3", "bf16"]),
+        ("throughput", "mfu", "1.5", ["mfu", "1.5", "at most 1"]),
+        ("budget", "price", "nan", ["price", "nan", "finite"]),
+        ("kv-cache", "batch", "", ["batch", "required"]),
+    ],
+)
+def test_bad_inputs_name_field_value_and_bound(
+    name: str, field: str, value: str, words: list[str]
+) -> None:
+    with pytest.raises(FieldError) as e:
+        compute(name, {field: value})
+    assert e.value.field == field
+    for word in words:
+        assert word in str(e.value)
+
+
+def test_errors_from_the_calculators_are_attributed_to_fields() -> None:
+    with pytest.raises(FieldError) as e:
+        compute("budget", {"price": "0"})
+    assert e.value.field == "price"
+    with pytest.raises(FieldError) as e:
+        compute("seeds", {"a": "1,2", "b": "1,2,3"})
+    assert e.value.field == "b"
+    with pytest.raises(FieldError) as e:
+        compute("kv-cache", {"allocation": "static", "max_length": "10"})
+    assert e.value.field == "max_length"
+
+
+def test_unknown_calculator_and_input() -> None:
+    with pytest.raises(FieldError, match="calculator must be one of"):
+        compute("nope")
+    with pytest.raises(FieldError) as e:
+        compute("kv-cache", {"bogus": "1"})
+    assert e.value.field == "bogus"
+
+
+@given(context=st.integers(min_value=1, max_value=200_000), batch=st.integers(1, 64))
+def test_kv_cache_total_scales_with_batch(context: int, batch: int) -> None:
+    one = compute("kv-cache", {"model": "qwen3-8b", "context": context, "batch": 1})
+    many = compute("kv-cache", {"model": "qwen3-8b", "context": context, "batch": batch})
+    assert many["total_bytes"] == batch * one["total_bytes"]

@@ -1,0 +1,41 @@
+"""calculators.web.forms: every CLI subcommand with a page is declared, names are its flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators.cli import build_parser
+from calculators.web import CALCULATORS
+
+
+def _flags(command: str) -> set[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    parser = sub.choices[command]  # type: ignore[index]
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_every_field_is_a_cli_flag(name: str) -> None:
+    calc = CALCULATORS[name]
+    flags = _flags(calc.command)
+    for f in calc.fields:
+        assert f.flag in flags, f.flag
+        assert f.name == f.flag[2:].replace("-", "_")
+
+
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_fields_are_complete(name: str) -> None:
+    for f in CALCULATORS[name].fields:
+        assert f.label and f.help
+        if f.kind == "choice":
+            assert f.default in f.choices
+        if f.kind in ("int", "float") and f.default is not None:
+            assert f.minimum is not None and f.maximum is not None
+            assert f.minimum <= f.default <= f.maximum
+        if f.unit == "GiB":
+            assert f.name.endswith("_gib")
+
+
+def test_the_site_covers_the_cli_calculators() -> None:
+    expected = {"weights", "kv-cache", "envelope", "throughput", "batch", "budget", "seeds"}
+    assert expected <= set(CALCULATORS)
