@@ -206,7 +206,8 @@ def run_probe(
     if code == 2:
         print(f"error: {error}", file=sys.stderr)
     elif not probes_impl.writes_report(args):
-        pass
+        if error:
+            print(f"error: {error}", file=sys.stderr)
     elif args.json:
         print(json.dumps(report, indent=2))
     else:

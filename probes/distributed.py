@@ -61,7 +61,13 @@ def train_step_distributed(
             f"strategy {args.strategy} runs under torchrun: "
             "torchrun --nproc-per-node N -m probes train-step --strategy ..."
         )
+    from dataclasses import replace
+
     from probes.memory import default_device, make_backend
+
+    # DDP rebuilds its gradient buckets in the forward of its second iteration; a step
+    # from the third on sees the steady state
+    s = replace(s, steps=max(s.steps, 3))
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
     kind = args.device or default_device()

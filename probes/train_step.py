@@ -120,6 +120,10 @@ def run_step(
             backend.start()
             out["after_load"] = backend.end("after_load")
             out["after_load"].current_bytes = backend.current()
+            # alive before the step (DDP buckets too): never an activation of this step
+            persistent = (
+                set(backend.tracker.snapshot()) if isinstance(backend, CPUBackend) else set()
+            )
             backend.start()
         phases.current = "forward"
         loss = trainer.forward(ids, labels)
@@ -127,7 +131,7 @@ def run_step(
             out["forward"] = backend.end("forward")
             if isinstance(backend, CPUBackend):
                 live = backend.tracker.snapshot()
-                known = cats.parameters | cats.optimizer_states
+                known = cats.parameters | cats.optimizer_states | persistent
                 cats.activations = {k for k in live if k not in known}
                 out["forward"].extra["activation_bytes"] = sum(live[k] for k in cats.activations)
             backend.start()
