@@ -8,8 +8,10 @@ function; an error the calculators raise is attributed to the field its message 
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+from functools import cache
 from typing import Any
 
 from calculators.cli import UsageError, build_parser
@@ -116,6 +118,12 @@ def _blame(calc: Calculator, message: str) -> str:
     return min(found)[3] if found else ""
 
 
+@cache
+def _parser() -> argparse.ArgumentParser:
+    # Building the CLI parser is most of a recompute's time; parsing does not change it.
+    return build_parser()
+
+
 def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON-able result of calculator `name` for `inputs` (names as in the forms).
 
@@ -124,7 +132,7 @@ def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     calc = calculator(name)
     values = clean(calc, inputs or {})
     try:
-        args = build_parser().parse_args(argv_for(calc, values))
+        args = _parser().parse_args(argv_for(calc, values))
         data, _text = args.run(args)
     except (UsageError, ValueError) as e:
         raise FieldError(_blame(calc, str(e)), str(e)) from None

@@ -150,6 +150,8 @@
     for (const form of document.querySelectorAll("form[data-calculator]")) bind(form);
   }
 
+  // Start Pyodide as soon as a page with a calculator is parsed, before binding the forms.
+  if (document.querySelector("form[data-calculator]")) startWorker();
   if (window.document$) window.document$.subscribe(init);
   else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

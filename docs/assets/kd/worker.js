@@ -3,13 +3,17 @@
 // package as a zip built from the repository at build time.
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 
+// The package downloads while Pyodide starts.
+const archiveLoaded = fetch(new URL("calculators.zip", import.meta.url)).then((response) => {
+  if (!response.ok) throw new Error(`calculators.zip: HTTP ${response.status}`);
+  return response.arrayBuffer();
+});
+
 const ready = (async () => {
   const pyodide = await loadPyodide({
     indexURL: new URL("../vendor/pyodide/", import.meta.url).href,
   });
-  const response = await fetch(new URL("calculators.zip", import.meta.url));
-  if (!response.ok) throw new Error(`calculators.zip: HTTP ${response.status}`);
-  const archive = new Uint8Array(await response.arrayBuffer());
+  const archive = new Uint8Array(await archiveLoaded);
   pyodide.unpackArchive(archive, "zip", { extractDir: "/home/pyodide/kernodeck" });
   pyodide.runPython(
     "import sys\nsys.path.insert(0, '/home/pyodide/kernodeck')\n" +

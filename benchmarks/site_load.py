@@ -1,0 +1,185 @@
+"""Site load: how fast a calculator page is readable and interactive, against the floor of
+loading the same Pyodide bare. Headless Chromium (Debian's), localhost, cold cache each run.
+
+Measured per run, from navigation start:
+- prerendered: the build-time result is visible (no JavaScript needed);
+- interactive: the worker has loaded Pyodide and the calculators and recomputed once
+  (`data-state="ready"`);
+- recompute latency over 50 input changes (input event to the result replaced in the DOM);
+- the longest main-thread block during load (PerformanceObserver, longtask);
+- floor: a bare page whose module worker only loads the same Pyodide and runs `1+1`.
+
+Targets: interactive within 1.25x the floor, recompute p95 under 50 ms, no main-thread block
+over 200 ms. Prints medians; `make bench` runs it (it is not a timed test).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from statistics import median, quantiles
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = 5
+CHANGES = 50
+PAGE = "calculators/kv-cache/"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+BARE_HTML = """<!doctype html><meta charset="utf-8"><title>bare Pyodide</title>
+<p id="out">loading</p>
+<script>
+const w = new Worker("worker.js", {type: "module"});
+w.onmessage = (e) => {
+  window.__ready = performance.now();
+  document.getElementById("out").textContent = "1+1 = " + e.data;
+};
+</script>"""
+BARE_WORKER = """import { loadPyodide } from "../assets/vendor/pyodide/pyodide.mjs";
+const pyodide = await loadPyodide({
+  indexURL: new URL("../assets/vendor/pyodide/", import.meta.url).href,
+});
+self.postMessage(pyodide.runPython("1+1"));
+"""
+
+# Runs before the page's own scripts: records when the result is visible and ready.
+PROBE = """
+window.__longest = 0;
+try {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__longest = Math.max(window.__longest, e.duration);
+  }).observe({ type: "longtask", buffered: true });
+} catch (e) {}
+(function poll() {
+  const r = document.querySelector("[data-result]");
+  if (r && window.__visible === undefined && r.getBoundingClientRect().height > 0) {
+    window.__visible = performance.now();
+  }
+  if (r && r.dataset.state === "ready" && window.__ready === undefined) {
+    window.__ready = performance.now();
+  }
+  if (window.__ready === undefined) requestAnimationFrame(poll);
+})();
+"""
+
+RECOMPUTE = """async ([n]) => {
+  const form = document.querySelector('form[data-calculator="kv-cache"]');
+  const input = form.querySelector('[name="context"]');
+  const result = form.querySelector("[data-result]");
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const before = result.dataset.resultJson;
+    const done = new Promise((resolve) => {
+      const obs = new MutationObserver(() => {
+        if (result.dataset.resultJson !== before) { obs.disconnect(); resolve(); }
+      });
+      obs.observe(result, { attributes: true, attributeFilter: ["data-result-json"] });
+    });
+    const t0 = performance.now();
+    input.value = String(4096 + 256 * (i + 1));
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    await done;
+    times.push(performance.now() - t0);
+  }
+  return times;
+}"""
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {  # noqa: RUF012 - the base class's own attribute
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript",
+        ".js": "text/javascript",
+        ".wasm": "application/wasm",
+    }
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _build(out: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    bare = out / "bench-bare"
+    bare.mkdir()
+    (bare / "index.html").write_text(BARE_HTML, encoding="utf-8")
+    (bare / "worker.js").write_text(BARE_WORKER, encoding="utf-8")
+
+
+def _p95(values: list[float]) -> float:
+    return quantiles(values, n=20, method="inclusive")[18]
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        _build(site)
+        server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(_Handler, directory=str(site))
+        )
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        floor, visible, ready, longest, latencies = [], [], [], [], []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS
+            )
+            for _ in range(RUNS):
+                context = browser.new_context()  # cold cache
+                page = context.new_page()
+                page.goto(base + "bench-bare/")
+                page.wait_for_function("window.__ready !== undefined", timeout=120_000)
+                floor.append(page.evaluate("window.__ready"))
+                context.close()
+
+                context = browser.new_context()
+                context.add_init_script(PROBE)
+                page = context.new_page()
+                page.goto(base + PAGE)
+                page.wait_for_function("window.__ready !== undefined", timeout=120_000)
+                visible.append(page.evaluate("window.__visible"))
+                ready.append(page.evaluate("window.__ready"))
+                longest.append(page.evaluate("window.__longest"))
+                latencies += page.evaluate(RECOMPUTE, [CHANGES])
+                context.close()
+            browser.close()
+        server.shutdown()
+
+    f, v, r = median(floor), median(visible), median(ready)
+    p50, p95 = median(latencies), _p95(latencies)
+    block = max(longest)
+    print(f"site load, {PAGE}, headless Chromium, cold cache, medians of {RUNS} runs")
+    print("| measure | value | target |")
+    print("|---|---:|---|")
+    print(f"| bare Pyodide page, 1+1 done (floor) | {f:,.0f} ms | |")
+    print(f"| prerendered result visible | {v:,.0f} ms | |")
+    print(f"| first in-browser recompute done | {r:,.0f} ms | |")
+    print(f"| interactive / floor | {r / f:.2f}x | <= 1.25x |")
+    print(f"| prerendered visible / floor | {v / f:.2f}x | |")
+    print(f"| recompute p50 ({len(latencies)} changes) | {p50:.1f} ms | |")
+    print(f"| recompute p95 | {p95:.1f} ms | < 50 ms |")
+    print(f"| longest main-thread block during load | {block:.0f} ms | < 200 ms |")
+    met = r / f <= 1.25 and p95 < 50 and block < 200
+    print("targets met" if met else "targets NOT met")
+
+
+if __name__ == "__main__":
+    main()
