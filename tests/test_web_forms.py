@@ -37,5 +37,14 @@ def test_fields_are_complete(name: str) -> None:
 
 
 def test_the_site_covers_the_cli_calculators() -> None:
-    expected = {"weights", "kv-cache", "envelope", "throughput", "batch", "budget", "seeds"}
+    expected = {
+        "weights",
+        "kv-cache",
+        "envelope",
+        "training",
+        "throughput",
+        "batch",
+        "budget",
+        "seeds",
+    }
     assert expected <= set(CALCULATORS)

@@ -275,6 +275,79 @@ def _envelope(r: dict[str, Any]) -> str:
     )
 
 
+def phase_bars_svg(phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
+    """One bar per phase in GiB, with the card's usable memory marked across them."""
+    width, left, top, row = 640, 230, 10, 26
+    peak = max([b for _, b in phases] + [capacity, 1])
+    span = width - left - 70
+    height = top + row * len(phases) + 24
+    cx = left + span * capacity / peak
+    out = [
+        f'<svg class="kd-chart" role="img" viewBox="0 0 {width} {height}" '
+        f'xmlns="http://www.w3.org/2000/svg" font-size="12" fill="currentColor">',
+        "<title>memory by phase against the card, GiB</title>",
+    ]
+    for i, (name, b) in enumerate(phases):
+        y = top + i * row
+        colour = PALETTE[5] if b > capacity else PALETTE[0]
+        out.append(
+            f'<text x="{left - 6}" y="{y + 15}" text-anchor="end">{escape(name)}</text>'
+            f'<rect x="{left}" y="{y + 3}" width="{span * b / peak:.2f}" height="{row - 8}" '
+            f'fill="{colour}"><title>{escape(name)}: {format_gib(b)}</title></rect>'
+            f'<text x="{left + span * b / peak + 4:.2f}" y="{y + 15}">{format_gib(b)}</text>'
+        )
+    bottom = top + row * len(phases)
+    out.append(
+        f'<line x1="{cx:.2f}" x2="{cx:.2f}" y1="{top}" y2="{bottom}" stroke="currentColor" '
+        f'stroke-width="2" stroke-dasharray="4 3"/>'
+        f'<text x="{cx:.2f}" y="{bottom + 16}" text-anchor="middle">{escape(label)} '
+        f"{format_gib(capacity)}</text></svg>"
+    )
+    return "".join(out)
+
+
+def _training(r: dict[str, Any]) -> str:
+    reserves = sum(x["bytes"] for x in r["reserves"])
+    verdict = "fits" if r["fits"] else "does not fit"
+    largest = r.get("max_micro_batch")
+    return "".join(
+        [
+            _p(
+                f"{r['model']}: {format_gib(r['total_bytes'])} per GPU at the peak "
+                f"({r['peak_phase'].replace('_', ' ')}) with reserves, against "
+                f"{format_gib(r['visible_bytes'])} visible: {verdict}, headroom "
+                f"{format_gib(r['headroom_bytes'])}."
+                + ("" if largest is None else f" Largest micro-batch that fits: {largest}.")
+            ),
+            phase_bars_svg(
+                [(p["label"] + " + reserves", p["bytes"] + reserves) for p in r["phases"]],
+                r["visible_bytes"],
+                "visible",
+            ),
+            html_table(
+                ["phase", "GiB"],
+                [[p["label"], format_gib(p["bytes"])] for p in r["phases"]],
+                caption="Phases of a step (reserves not included)",
+            ),
+            html_table(
+                ["line", "GiB", "basis"],
+                [
+                    [x["label"], format_gib(x["bytes"]), x["basis"]]
+                    for x in r["lines"]
+                    if x["bytes"]
+                ],
+                caption="Memory lines",
+            ),
+            html_table(
+                ["on top of the peak", "GiB", "basis"],
+                [[x["label"], format_gib(x["bytes"]), x["basis"]] for x in r["reserves"]]
+                + [["total", format_gib(r["total_bytes"]), ""]],
+                caption="Reserves",
+            ),
+        ]
+    )
+
+
 def _throughput(r: dict[str, Any]) -> str:
     t, b = r["training"], r["inference"]
     return "".join(
@@ -397,6 +470,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "weights": _weights,
     "kv-cache": _kv_cache,
     "envelope": _envelope,
+    "training": _training,
     "throughput": _throughput,
     "batch": _batch,
     "budget": _budget,
