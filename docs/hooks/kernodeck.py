@@ -68,7 +68,7 @@ mimetypes.add_type("application/wasm", ".wasm")
 
 
 _FORMATS: dict[str, Any] = {
-    "raw": str,
+    "raw": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
     "gib": format_gib,
     "gb": lambda v: f"{v / 10**9:,.2f} GB",
     "int": lambda v: f"{v:,}",
@@ -172,15 +172,52 @@ def _reference_table(which: str) -> str:
     raise PluginError(f"unknown table {which!r}")
 
 
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+
+
+def render_report(name: str, report: dict[str, Any]) -> str:
+    """One probe report as Markdown: the estimate against the measurement, then every field.
+
+    Generic on purpose: any JSON object renders; the comparison table appears when
+    `estimate`, `measured` (and `ratio`, `units`) are objects keyed by the same names.
+    """
+    probe = report.get("probe", name)
+    title = probe.get("name", name) if isinstance(probe, dict) else str(probe)
+    out = [f"### {escape(title)}: {escape(str(report.get('status', 'no status')))}\n"]
+    out.append(f"Report `{escape(name)}`.\n")
+    estimate, measured = report.get("estimate"), report.get("measured")
+    if isinstance(estimate, dict) and isinstance(measured, dict):
+        ratio = report.get("ratio") if isinstance(report.get("ratio"), dict) else {}
+        units = report.get("units") if isinstance(report.get("units"), dict) else {}
+        out.append("| quantity | estimate | measured | unit | measured / estimate |")
+        out.append("|---|---|---|---|---|")
+        for key in sorted(set(estimate) | set(measured)):
+            row = [estimate.get(key, ""), measured.get(key, ""), units.get(key, "")]
+            r = ratio.get(key)
+            out.append(
+                f"| `{escape(key)}` | "
+                + " | ".join(_cell(v) for v in row)
+                + f" | {'' if r is None else _cell(r)} |"
+            )
+        out.append("")
+    out.append("| field | value |\n|---|---|")
+    for key, value in report.items():
+        out.append(f"| `{escape(str(key))}` | <code>{_cell(value)}</code> |")
+    out.append("")
+    return "\n".join(out)
+
+
 def _validation_reports(docs_dir: Path) -> str:
     reports = sorted((docs_dir / "data" / "validation").glob("*.json"))
     if not reports:
         return (
             '!!! note "No reports yet"\n\n'
             "    No probe report has been published. Run a probe on a GPU, e.g. "
-            "`python -m probes kv-cache --model qwen3-8b --context 8192 --batch 4`, and add "
-            "the JSON report it writes to `docs/data/validation/`; it appears here on the "
-            "next build.\n"
+            "`python -m probes kv-cache --model qwen3-8b --context 8192 --batch 4 "
+            "--out report.json`, and add the JSON report it writes to "
+            "`docs/data/validation/`; it appears here on the next build.\n"
         )
     out = []
     for path in reports:
@@ -190,15 +227,7 @@ def _validation_reports(docs_dir: Path) -> str:
             raise PluginError(f"validation report {path.name} cannot be read: {e}") from None
         if not isinstance(report, dict):
             raise PluginError(f"validation report {path.name} is not a JSON object")
-        title = f"{report.get('probe', path.stem)}: {report.get('status', 'no status')}"
-        out.append(f"### {escape(str(title))}\n")
-        out.append(f"Report [`{path.name}`](data/validation/{path.name}).\n")
-        out.append("| field | value |\n|---|---|")
-        for key, value in report.items():
-            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            text = escape(str(text)).replace("|", "\\|").replace("\n", " ")
-            out.append(f"| `{escape(key)}` | <code>{text}</code> |")
-        out.append("")
+        out.append(render_report(path.name, report))
     return "\n".join(out)
 
 

@@ -1,0 +1,112 @@
+"""The MkDocs hook (docs/hooks/kernodeck.py): embedded calculators, computed references,
+code left alone, validation reports rendered generically."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from calculators.units import format_gib
+from calculators.web import compute
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("kd_hook", ROOT / "docs/hooks/kernodeck.py")
+assert _spec and _spec.loader
+hook = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hook)
+
+
+def page(uri: str = "guide.md") -> SimpleNamespace:
+    return SimpleNamespace(file=SimpleNamespace(src_uri=uri))
+
+
+def render(markdown: str, docs_dir: Path = ROOT / "docs") -> tuple[str, str]:
+    p = page()
+    md = hook.on_page_markdown(markdown, p, {"docs_dir": str(docs_dir)}, None)
+    return md, hook.on_page_content(md, p, {}, None)
+
+
+EXAMPLE = """```calculator kv-cache
+id: ex
+show: no
+model: qwen3-8b
+context: 4096
+batch: 2
+```
+"""
+
+
+def test_references_are_computed() -> None:
+    md, _ = render(EXAMPLE + "Total [[ex:total_bytes|gib]], [[ex:lines.0.layers|int]] layers.")
+    r = compute("kv-cache", {"model": "qwen3-8b", "context": "4096", "batch": "2"})
+    assert f"Total {format_gib(r['total_bytes'])}, {r['lines'][0]['layers']:,} layers." in md
+
+
+def test_spec_preset_and_format_references() -> None:
+    md, _ = render(
+        "[[spec:llama-3.1-8b:num_kv_heads|int]] [[preset:llama-3.1-8b:hf_repo]] "
+        "[[kvformat:fp8:bits_per_value]]"
+    )
+    assert md == "8 meta-llama/Llama-3.1-8B 8"
+
+
+def test_code_is_left_alone() -> None:
+    text = "`[[ex:total_bytes|gib]]`\n\n````markdown\n```calculator kv-cache\nbogus: 1\n```\n````\n"
+    md, _ = render(text)
+    assert md == text
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "[[nope:total_bytes|gib]]",
+        EXAMPLE + "[[ex:no_such_key|gib]]",
+        EXAMPLE + "[[ex:total_bytes|furlongs]]",
+        "[[spec:no-model:head_dim]]",
+        "```calculator kv-cache\ncontext: 0\n```\n",
+        "```calculator nope\n```\n",
+    ],
+)
+def test_unresolvable_references_fail_the_build(markdown: str) -> None:
+    with pytest.raises(PluginError):
+        render(markdown)
+
+
+def test_embedded_calculator_becomes_the_form() -> None:
+    _, html = render("```calculator batch\nmicro_batch: 2\n```\n")
+    assert 'data-calculator="batch"' in html
+    assert 'name="micro_batch"' in html and 'value="2"' in html
+    assert "kd-slot" not in html
+
+
+def test_validation_without_reports(tmp_path: Path) -> None:
+    md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
+    assert "No reports yet" in md and "python -m probes kv-cache" in md
+
+
+def test_validation_report_renders_estimate_against_measurement(tmp_path: Path) -> None:
+    folder = tmp_path / "data" / "validation"
+    folder.mkdir(parents=True)
+    report = {
+        "probe": {"name": "kv-cache", "version": "1"},
+        "command_line": "python -m probes kv-cache --model gpt2",
+        "status": "ok",
+        "estimate": {"kv_cache_bytes": 100},
+        "measured": {"kv_cache_bytes": 101},
+        "units": {"kv_cache_bytes": "bytes"},
+        "ratio": {"kv_cache_bytes": 1.01},
+        "environment": {"device_name": "a | b"},
+    }
+    (folder / "kv.json").write_text(json.dumps(report), encoding="utf-8")
+    md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
+    assert "### kv-cache: ok" in md
+    assert "| `kv_cache_bytes` | 100 | 101 | bytes | 1.01 |" in md
+    assert "a &#124; b" in md  # a pipe in a value does not break the table
+    (folder / "bad.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(PluginError, match="not a JSON object"):
+        render("[[validation-reports]]", docs_dir=tmp_path)
