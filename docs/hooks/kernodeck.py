@@ -123,8 +123,9 @@ def _fields_table(name: str) -> str:
             bounds = f"{f.minimum if f.minimum is not None else ''} to "
             bounds += f"{f.maximum:,}" if f.maximum is not None else ""
         if f.choices:
-            shown = ", ".join(f.choices[:6]) + (", ..." if len(f.choices) > 6 else "")
-            bounds = "one of " + shown
+            shown = ", ".join(f.choices[:4])
+            more = len(f.choices) - 4
+            bounds = "one of " + shown + (f" and {more} more" if more > 0 else "")
         default = "" if f.default in (None, "") else str(f.default)
         rows.append(
             f"| `{f.name}` | `{f.flag}` | {f.label} | {f.unit} | {default} | {bounds} | {f.help} |"
