@@ -70,6 +70,7 @@ def test_code_is_left_alone() -> None:
         "[[spec:no-model:head_dim]]",
         "```calculator kv-cache\ncontext: 0\n```\n",
         "```calculator nope\n```\n",
+        "- text\n  [[spec:gemma-2-9b:head_dim|int]]. More\n",
     ],
 )
 def test_unresolvable_references_fail_the_build(markdown: str) -> None:

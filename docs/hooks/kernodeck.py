@@ -353,8 +353,15 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             codes.append(m.group(0))
             return f"\x00{len(codes) - 1}\x00"
 
-        chunk = _INLINE_CODE.sub(keep, chunk)
-        chunk = _REF.sub(ref, _DIRECTIVE.sub(directive, chunk))
+        chunk = _DIRECTIVE.sub(directive, _INLINE_CODE.sub(keep, chunk))
+        lines = []
+        for line in chunk.splitlines(keepends=True):
+            done = _REF.sub(ref, line)
+            # "256. Read" at the start of a line would become an ordered list item
+            if line.lstrip().startswith("[[") and re.match(r"\s*\d+[.)](\s|$)", done):
+                raise PluginError(f"{where}: a figure starts a line as a list marker: {line!r}")
+            lines.append(done)
+        chunk = "".join(lines)
         return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], chunk)
 
     chunks = _split(markdown)
