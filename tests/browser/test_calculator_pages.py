@@ -92,9 +92,16 @@ def test_recompute_matches_cpython(
     watched: Watched, base_url: str, path: str, name: str, change: Any, bad: Any
 ) -> None:
     page = watched.page
+    held = []  # Pyodide's wasm is held back: the page must be complete without it
+    page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
     page.goto(base_url + path)
     result = form_of(page, name).locator("[data-result]")
     expect(result).to_be_visible()
+    page.wait_for_timeout(200)  # the page's scripts have run; Pyodide cannot have loaded
+    assert len(held) == 1, "the worker should be loading Pyodide by now"
+    expect(result).to_have_attribute("data-state", "prerendered")
+    assert result.locator("table").first.is_visible()
+    held[0].fallback()
     wait_ready(page, name)
     before = result_json(page, name)
     assert before == cpython(name, inputs_of(page, name))
