@@ -26,7 +26,7 @@ def run_probe(tmp_path: Path, *argv: str) -> tuple[int, dict[str, Any] | None]:
     return code, report
 
 
-def run_subprocess(*cmd: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
+def run_subprocess(*cmd: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         list(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
@@ -39,10 +39,9 @@ def torchrun(*argv: str, nproc: int = 2) -> subprocess.CompletedProcess[str]:
         sys.executable,
         "-m",
         "torch.distributed.run",
+        "--standalone",  # a free port on localhost
         "--nproc-per-node",
         str(nproc),
-        "--master-port",
-        "0",
         "-m",
         "probes",
         *argv,
