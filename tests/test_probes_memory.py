@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.probes_helpers import torch
-from probes.memory import (  # noqa: E402
+from probes.memory import (
     CPUBackend,
     CudaBackend,
     LiveTensorTracker,
     MemoryLimitExceeded,
     make_backend,
 )
+from tests.probes_helpers import torch
 
 
 def test_each_storage_counts_once_and_leaves_with_it() -> None:
