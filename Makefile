@@ -30,7 +30,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Node.js (Pyodide needs >= 18) from Debian where it is missing, then the pinned packages.
 $(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm; }
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
