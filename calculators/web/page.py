@@ -12,14 +12,12 @@ element has `data-result` and carries the result as JSON in `data-result-json`.
 from __future__ import annotations
 
 import json
-import shlex
-from html import escape
 from typing import Any
-from urllib.parse import quote
 
 from calculators.web.compute import FieldError, argv_for, calculator, clean, compute
 from calculators.web.forms import Field
 from calculators.web.render import render_result, to_csv
+from calculators.web.text import escape, percent_encode, shell_quote
 
 
 def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -46,7 +44,7 @@ def run_json(name: str, inputs_json: str) -> str:
 
 def command_line(argv: list[str]) -> str:
     """The shell command for `argv`."""
-    return "python -m calculators " + " ".join(shlex.quote(a) for a in argv) + " --json"
+    return "python -m calculators " + " ".join(shell_quote(a) for a in argv) + " --json"
 
 
 def _field_html(form_id: str, f: Field, value: Any) -> str:
@@ -104,6 +102,8 @@ def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str =
     form_id = form_id or f"kd-{name}"
     fields = "".join(_field_html(form_id, f, values.get(f.name)) for f in calc.fields)
     preset = escape(json.dumps(inputs, sort_keys=True))
+    json_url = "data:application/json;charset=utf-8," + percent_encode(answer["result_json"])
+    csv_url = "data:text/csv;charset=utf-8," + percent_encode(answer["csv"])
     return (
         f'<form class="kd-calc" id="{form_id}" data-calculator="{name}" '
         f'data-preset="{preset}" novalidate autocomplete="off">'
@@ -115,9 +115,9 @@ def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str =
         '<p class="kd-actions">'
         f'<a data-share href="?calc={name}">Link to these inputs</a> '
         f'<a data-download="json" download="{name}.json" '
-        f'href="data:application/json;charset=utf-8,{quote(answer["result_json"])}">JSON</a> '
+        f'href="{json_url}">JSON</a> '
         f'<a data-download="csv" download="{name}.csv" '
-        f'href="data:text/csv;charset=utf-8,{quote(answer["csv"])}">CSV</a> '
+        f'href="{csv_url}">CSV</a> '
         '<span class="kd-status" data-status>computed at build time</span></p>'
         f'<p class="kd-command">Same result on the command line: '
         f"<code data-command>{escape(answer['command'])}</code></p>"

@@ -7,13 +7,11 @@ Capacity is always shown in GiB (2^30 bytes), labelled so.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Iterable, Sequence
-from html import escape
 from typing import Any
 
 from calculators.units import format_count, format_gib
+from calculators.web.text import csv_row, escape
 
 # Colour-blind-safe palette (Okabe-Ito), readable on light and dark backgrounds.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -499,9 +497,4 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def to_csv(result: dict[str, Any]) -> str:
     """The result as CSV: one row per scalar, `field,value` with dotted paths."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["field", "value"])
-    for path, v in flatten(result):
-        w.writerow([path, "" if v is None else v])
-    return buf.getvalue()
+    return csv_row(["field", "value"]) + "".join(csv_row([p, v]) for p, v in flatten(result))
