@@ -75,6 +75,7 @@ test: lint chromium $(NODE_STAMP)
 # Accuracy against published figures and speed, as medians; never run as timed tests.
 bench: $(STAMP)
 	$(PY) -m benchmarks.accuracy_weights
+	$(PY) -m benchmarks.accuracy_training
 	$(PY) -m benchmarks.speed_calculators
 	$(MAKE) --no-print-directory chromium node
 	$(PY) -m benchmarks.site_load
