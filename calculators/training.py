@@ -42,18 +42,24 @@ from typing import Literal
 from calculators.checks import non_negative_int, one_of, positive_int
 from calculators.formats import get_format
 from calculators.gpus import get_gpu
-from calculators.lora import ALL_LINEAR, lora_parameters
+from calculators.lora import (
+    ALL_LINEAR,
+    linear_module_names,
+    lora_parameters,
+    module_name,
+    wrapped_tensors,
+)
 from calculators.params import parameter_counts
 from calculators.reserves import Line, check_reserve_overrides, reserve_lines
 from calculators.spec import ModelSpec
 from calculators.tensors import model_tensors
 from calculators.training_activations import (
     ActivationSettings,
-    kept_layer_bytes_per_token,
-    layer_backward_transient_per_token,
-    layer_bytes_per_token,
-    loss_backward_bytes_per_token,
-    outside_layers_bytes_per_token,
+    kept_layer_bytes,
+    layer_backward_transient,
+    layer_bytes,
+    loss_backward_bytes,
+    outside_layers_bytes,
 )
 from calculators.training_states import (
     get_optimizer,
@@ -212,7 +218,8 @@ class _States:
     largest_trainable_tensor: int
     unit_param_bytes: int  # largest ZeRO-3/FSDP unit (a decoder layer or the root)
     unit_grad_bytes: int
-    top_grad_bytes: int  # lm_head, final norm and the last layer: first grads of backward
+    top_grad_bytes: int  # allocated when the last layer's backward peaks
+    bottom_grad_bytes: int  # allocated when the first layer's backward peaks
     dequant_bytes: int  # a quantised base matrix dequantised to 16-bit for its matmul
     matmul_parameters: int  # weights matmuls read (autocast casts a copy of each)
     notes: tuple[str, ...]
@@ -238,7 +245,23 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         param_bytes = total * pol.param_bytes
         largest = max(t.numel for t in tensors)
         unit_params = max(layer_params.values())
-        unit_trainable, top = unit_params, layer_params[None] + layer_params[last]
+        # Gradients allocated when a layer's backward peaks in its MLP: lm_head (the tied
+        # embedding), the final norm and, of the layer itself, all but its attention; the
+        # embedding's own gradient comes last, after the first layer's attention.
+        head = sum(
+            t.parameters
+            for t in tensors
+            if t.layer is None
+            and (t.category != "embedding" or spec.tie_word_embeddings)
+            and t.category != "position_embedding"
+        )
+        attention = {
+            i: sum(t.parameters for t in tensors if t.layer == i and t.category == "attention")
+            for i in (0, last)
+        }
+        top = head + layer_params[last] - attention[last]
+        bottom = total - (layer_params[None] - head) - attention[0]
+        unit_trainable = unit_params
         dequant = 0
     else:
         lora = lora_parameters(spec, q.lora_rank, q.lora_targets)
@@ -249,6 +272,7 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         largest = max(s[0] * s[1] for s, _ in shapes)
         unit_params = ceil(max(layer_params.values()) * base / total)
         unit_trainable = top = ceil(trainable / spec.num_layers)
+        bottom = trainable
         fmt = get_format(base_id)
         quantised = fmt.family not in ("float",)
         dequant = max(t.numel for t in tensors if t.is_matrix) * 2 if quantised else 0
@@ -269,6 +293,7 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         unit_param_bytes=unit_params * (pol.param_bytes if q.lora_rank is None else 1),
         unit_grad_bytes=unit_trainable * pol.grad_bytes,
         top_grad_bytes=top * pol.grad_bytes,
+        bottom_grad_bytes=bottom * pol.grad_bytes,
         dequant_bytes=dequant,
         matmul_parameters=matmul,
         notes=tuple(notes),
@@ -299,6 +324,7 @@ def _count_states(params: int, q: TrainingQuery) -> _States:
         unit_param_bytes=0,
         unit_grad_bytes=0,
         top_grad_bytes=0,
+        bottom_grad_bytes=params * pol.grad_bytes,
         dequant_bytes=0,
         matmul_parameters=0,
         notes=tuple(notes),
@@ -419,10 +445,11 @@ def training_memory(
     else:
         loss_stage, top_free, top_extra, bottom_kept, layer_extra = stages
         top_grads = min(grads_all, _shard(st.top_grad_bytes, z >= 2, n))
+        bottom_grads = min(grads_all, _shard(st.bottom_grad_bytes, z >= 2, n))
         backward = max(
             base + activations + gathered + loss_stage,
             base + activations - top_free + top_extra + top_grads + gathered + unsharded_grads,
-            base + bottom_kept + layer_extra + grads_all + gathered + unsharded_grads,
+            base + bottom_kept + layer_extra + bottom_grads + gathered + unsharded_grads,
         )
     phases = (
         TrainingPhase(id="after_load", label=PHASE_LABELS["after_load"], bytes=base),
@@ -456,34 +483,60 @@ def training_memory(
     )
 
 
+def _activation_settings(spec: ModelSpec, q: TrainingQuery) -> ActivationSettings:
+    pol = get_precision(q.precision)
+    # Llama-style eager attention and autocast run softmax in fp32; pure 16-bit GPT-2
+    # (the Megatron setting of Korthikanti et al.) keeps it in the activation dtype.
+    softmax = pol.act_bytes if spec.model_type == "gpt2" and not pol.autocast_copies else 4
+    targets = matrices = None
+    if q.lora_rank is not None:
+        wrapped = {module_name(t) for t in wrapped_tensors(spec, q.lora_targets)}
+        targets = frozenset(
+            wrapped if ALL_LINEAR not in q.lora_targets else linear_module_names(spec)
+        )
+        matrices = len(wrapped)
+    return ActivationSettings(
+        act_bytes=pol.act_bytes,
+        residual_bytes=pol.param_bytes if pol.autocast_copies else pol.act_bytes,
+        softmax_bytes=softmax,
+        attention=q.attention,  # type: ignore[arg-type]
+        dropout=q.dropout,
+        capacity_factor=q.capacity_factor,
+        lora_targets=targets,
+        lora_rank=q.lora_rank or 0,
+        lora_matrices=matrices or 0,
+    )
+
+
 def _activation_lines(
     spec: ModelSpec, q: TrainingQuery, st: _States
 ) -> tuple[list[Line], tuple[int, int, int, int, int]]:
     """Activation lines at the end of forward, and the backward stages' extra bytes."""
     pol = get_precision(q.precision)
-    # Llama-style eager attention and autocast run softmax in fp32; pure 16-bit GPT-2
-    # (the Megatron setting of Korthikanti et al.) keeps it in the activation dtype.
-    softmax = pol.act_bytes if spec.model_type == "gpt2" and not pol.autocast_copies else 4
-    settings = ActivationSettings(
-        act_bytes=pol.act_bytes,
-        softmax_bytes=softmax,
-        attention=q.attention,  # type: ignore[arg-type]
-        dropout=q.dropout,
-        capacity_factor=q.capacity_factor,
-    )
-    t, s = q.micro_batch * q.seq_len, q.seq_len
+    settings = _activation_settings(spec, q)
+    b, s, t = q.micro_batch, q.seq_len, q.micro_batch * q.seq_len
     ckpt = q.checkpointing
+    frozen_below = q.lora_rank is not None  # nothing before layer 0 needs a gradient
     kept = [
-        kept_layer_bytes_per_token(spec, layer, s, settings, ckpt) * t  # type: ignore[arg-type]
-        for layer in spec.layers
+        kept_layer_bytes(
+            spec,
+            layer,
+            b,
+            s,
+            settings,
+            ckpt,  # type: ignore[arg-type]
+            input_requires_grad=not (frozen_below and i == 0),
+        )
+        for i, layer in enumerate(spec.layers)
     ]
-    full = [layer_bytes_per_token(spec, layer, s, settings) * t for layer in spec.layers]
-    outside = {k: v * t for k, v in outside_layers_bytes_per_token(spec, settings).items()}
+    full = [layer_bytes(spec, layer, b, s, settings) for layer in spec.layers]
+    outside = outside_layers_bytes(spec, b, s, settings)
     copies = st.matmul_parameters * pol.act_bytes if pol.autocast_copies else 0
-    transient = layer_backward_transient_per_token(spec, settings) * t + st.dequant_bytes
-    recompute = max(full) if ckpt == "full" else 0
-    label = {"none": "no checkpointing", "full": "full checkpointing (layer inputs only)"}.get(
-        ckpt, "selective checkpointing (attention scores recomputed)"
+    transient = layer_backward_transient(spec, b, s, settings) + st.dequant_bytes
+    # a recomputed layer saves its input again only as the checkpoint's own copy
+    recompute = max(full) - t * spec.hidden_size * settings.residual_bytes if ckpt == "full" else 0
+    label = {"none": "no checkpointing", "full": "full checkpointing: layer inputs only"}.get(
+        ckpt, "selective checkpointing: attention scores recomputed"
     )
     lines = [
         Line(
@@ -495,16 +548,16 @@ def _activation_lines(
         ),
         Line(
             id="embedding_and_norm",
-            label="Embedding indices and final norm",
+            label="Token ids, RoPE tables, final norm and lm_head input",
             bytes=outside["embedding"] + outside["final_norm"],
             basis=f"{t:,} tokens",
-            source="calculators.training_activations.outside_layers_bytes_per_token",
+            source="calculators.training_activations.outside_layers_bytes",
         ),
         Line(
             id="logits",
-            label=f"Logits ({pol.act_bytes}-byte) and the loss's fp32 log-softmax",
-            bytes=outside["logits"] + outside["loss"],
-            basis=f"{t:,} tokens x vocabulary {spec.vocab_size:,}",
+            label="The loss's fp32 log-softmax",
+            bytes=outside["loss"],
+            basis=f"{t:,} tokens x vocabulary {spec.vocab_size:,} x 4 bytes",
             source="transformers ForCausalLMLoss (logits.float()); aten log_softmax saves "
             "its output",
         ),
@@ -517,8 +570,8 @@ def _activation_lines(
         ),
     ]
     stages = (
-        loss_backward_bytes_per_token(spec) * t,
-        outside["logits"] + outside["loss"],
+        loss_backward_bytes(spec, b, s),
+        outside["loss"],
         transient + recompute,
         kept[0] + outside["embedding"] + copies,
         transient + recompute,
