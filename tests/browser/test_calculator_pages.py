@@ -13,6 +13,8 @@ from playwright.sync_api import Page, expect
 from calculators.web import CALCULATORS, compute
 from tests.browser.conftest import Watched
 
+pytestmark = pytest.mark.browser
+
 # page path, calculator, an input to change and its new value, a bad value for a field
 CASES = [
     ("calculators/weights/", "weights", ("format", "gguf-q4_k_m"), ("keep_unquantized", "bogus")),

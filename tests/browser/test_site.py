@@ -7,10 +7,13 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from calculators.web import compute
 from tests.browser.conftest import ROOT, Watched
+
+pytestmark = pytest.mark.browser
 
 
 def test_home_page_asks_and_shows_five_questions(watched: Watched, base_url: str) -> None:
