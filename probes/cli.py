@@ -14,8 +14,9 @@ import argparse
 import json
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+import threading
+from collections.abc import Sequence
+from typing import NoReturn
 
 from probes.report import environment, finish, new_report, write
 
@@ -30,6 +31,21 @@ PROBES = (
     "fit",
     "compare",
 )
+
+
+VERSIONS = {name: "1" for name in PROBES if name != "compare"}
+
+
+class Phases:
+    """The phase a probe is in, for the report of a run that stops there."""
+
+    def __init__(self) -> None:
+        self.current = "setup"
+
+
+def writes_report(args: argparse.Namespace) -> bool:
+    """Helper processes (the checkpoint's resumed child, ranks > 0) leave it to rank 0."""
+    return getattr(args, "role", "driver") == "driver" and getattr(args, "_rank", 0) == 0
 
 
 class UsageError(Exception):
@@ -153,23 +169,18 @@ def _device(args: argparse.Namespace) -> str:
     return d
 
 
-def run_probe(
-    args: argparse.Namespace, body: Callable[..., dict[str, Any]], argv: Sequence[str] = ()
-) -> int:
-    """Run `body(args, phases)` inside a report that is written whatever happens."""
-    from probes import probes_impl
-
-    report = new_report(
-        args.probe, probes_impl.VERSIONS.get(args.probe, "1"), ["python", "-m", "probes", *argv]
-    )
-    phases = probes_impl.Phases()
+def run_probe(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
+    """Run the probe's body inside a report that is written whatever happens."""
+    report = new_report(args.probe, VERSIONS[args.probe], ["python", "-m", "probes", *argv])
+    phases = Phases()
     status, error, code = "ok", None, 0
-    old = signal.signal(signal.SIGTERM, _sigterm)
     text = ""
     try:
+        from probes import probes_impl
+
         device = _device(args) if hasattr(args, "device") else None
         report["environment"] = environment(device)
-        sections = body(args, phases)
+        sections = probes_impl.BODIES[args.probe](args, phases)
         text = sections.pop("text", "")
         for key, value in sections.items():
             if key in ("environment",):
@@ -198,20 +209,20 @@ def run_probe(
             report["details"]["oom_phase"] = phases.current
         else:
             status, error, code = "error", f"{type(e).__name__}: {e}", 1
-    finally:
-        signal.signal(signal.SIGTERM, old)
     finish(report, status, error)
-    if getattr(args, "out", None) and probes_impl.writes_report(args):
+    if getattr(args, "out", None) and writes_report(args):
         write(report, args.out)
     if code == 2:
         print(f"error: {error}", file=sys.stderr)
-    elif not probes_impl.writes_report(args):
+    elif not writes_report(args):
         if error:
             print(f"error: {error}", file=sys.stderr)
     elif args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(probes_impl.render(report, text))
+        from probes.probes_impl import render
+
+        print(render(report, text))
         if error:
             print(f"error: {error}", file=sys.stderr)
     return code
@@ -219,6 +230,9 @@ def run_probe(
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # SIGTERM (a scheduler's or `timeout`'s) ends the run like Ctrl-C: its report says so
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm)
     try:
         args = build_parser().parse_args(argv)
         if args.probe == "compare":
@@ -227,9 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(compare(args.reports, args.csv))
             print(f"\nCSV written to {args.csv}")
             return 0
-        from probes import probes_impl
-
-        return run_probe(args, probes_impl.BODIES[args.probe], argv)
+        return run_probe(args, argv)
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

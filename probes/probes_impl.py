@@ -9,24 +9,10 @@ from typing import Any
 
 from calculators.render import table
 from calculators.units import format_gib
-from probes.train_step import Phases, StepSettings
+from probes.cli import Phases
+from probes.train_step import StepSettings
 
-VERSIONS = {
-    "env": "1",
-    "weights": "1",
-    "kv-cache": "1",
-    "train-step": "1",
-    "accumulation": "1",
-    "checkpoint": "1",
-    "throughput": "1",
-    "fit": "1",
-}
-__all__ = ["BODIES", "VERSIONS", "Phases", "render", "writes_report"]
-
-
-def writes_report(args: argparse.Namespace) -> bool:
-    """Helper processes (the checkpoint's resumed child) leave the report to their driver."""
-    return getattr(args, "role", "driver") == "driver" and getattr(args, "_rank", 0) == 0
+__all__ = ["BODIES", "render"]
 
 
 def _show(value: Any, unit: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from calculators.spec import ModelSpec
+from probes.cli import Phases
 from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement
 from probes.setup import Trainer, apply_lora, batches, build
 
@@ -87,13 +88,6 @@ def estimate_entries(r: Any) -> dict[str, int]:
     out = {p.id: p.bytes for p in r.phases}
     out.update(r.per_gpu_bytes)
     return out
-
-
-class Phases:
-    """The current phase's name, for the OOM report."""
-
-    def __init__(self) -> None:
-        self.current = "setup"
 
 
 def run_step(
