@@ -15,7 +15,8 @@ steps):
                                           gradients + its transient
                     (memory is linear in the layer index between the two ends, so the
                     maximum over layers is at one of them)
-  optimizer_step  = after_load + gradients + the step's temporaries
+  optimizer_step  = after_load + gradients (in fp32 when there is an fp32 master copy)
+                    + the step's temporaries
   peak            = the largest phase
 
 Data parallelism (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, section 5 and
@@ -364,6 +365,8 @@ def training_memory(
     buckets = st.grad_bytes if n > 1 and z == 0 and not q.ddp_bucket_view else 0
     gathered = (1 + q.prefetch) * st.unit_param_bytes if z >= 3 and n > 1 else 0
     unsharded_grads = st.unit_grad_bytes if z >= 2 and n > 1 else 0
+    # With an fp32 master the step reads fp32 gradients: the 16-bit ones are cast and freed.
+    master_grads = _shard(st.trainable * pol.master_bytes, z >= 2, n)
     temporaries = step_temporary_bytes(
         opt,
         q.optimizer_impl,  # type: ignore[arg-type]
@@ -434,6 +437,15 @@ def training_memory(
             "fused: none",
             source="calculators.training_states.step_temporary_bytes",
         ),
+        Line(
+            id="master_gradients",
+            label="fp32 gradients of the master copy (optimizer step)",
+            bytes=master_grads,
+            basis="each 16-bit gradient cast to fp32 for the step, the 16-bit one freed"
+            + (f" {shard_note}" if z >= 2 and n > 1 else ""),
+            source="mixed-precision practice: Micikevicius et al. 2018 (arXiv:1710.03740) "
+            "section 3.1; DeepSpeed and Megatron keep fp32 gradients for the fp32 master",
+        ),
     ]
     base = parameters + master + opt_states + buckets
     act_lines, stages = _activation_lines(spec, q, st) if spec is not None else ([], None)
@@ -460,7 +472,7 @@ def training_memory(
         TrainingPhase(
             id="optimizer_step",
             label=PHASE_LABELS["optimizer_step"],
-            bytes=base + grads_all + temporaries,
+            bytes=base + (master_grads or grads_all) + temporaries,
         ),
     )
     peak = max(phases, key=lambda p: p.bytes)
