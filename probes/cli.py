@@ -172,6 +172,12 @@ def _device(args: argparse.Namespace) -> str:
 def run_probe(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     """Run the probe's body inside a report that is written whatever happens."""
     report = new_report(args.probe, VERSIONS[args.probe], ["python", "-m", "probes", *argv])
+    # the flags as given, until the probe reports its own inputs (a run stopped early keeps these)
+    report["inputs"] = {
+        k: v for k, v in vars(args).items() if not k.startswith("_") and k not in ("out", "json")
+    }
+    if report["inputs"].get("config") or report["inputs"].get("model"):
+        report["inputs"]["model"] = report["inputs"].get("model") or report["inputs"]["config"]
     phases = Phases()
     status, error, code = "ok", None, 0
     text = ""

@@ -36,24 +36,43 @@ ROPE_THETA = 10_000.0  # RoPE base (Su et al. 2021, arXiv:2104.09864); memory do
 
 
 class RMSNorm(nn.Module):
-    """y = x / rms(x) * w, or * (1 + w) for Gemma (GemmaRMSNorm), via F.rms_norm."""
+    """RMSNorm written op for op as transformers writes it, so autograd saves the same.
 
-    def __init__(self, size: int, *, offset: bool = False, eps: float = 1e-6) -> None:
+    LlamaRMSNorm (and the Qwen, Mistral, Phi-3 copies): normalise in fp32, cast back,
+    then multiply by the weight. GemmaRMSNorm: multiply by (1 + w) in fp32, then cast.
+    Olmo2RMSNorm: multiply by w in fp32, then cast. F.rms_norm is not used: its CUDA
+    kernel saves fewer tensors than these modules, and it is these modules users train.
+    """
+
+    def __init__(
+        self, size: int, *, offset: bool = False, weight_in_fp32: bool = False, eps: float = 1e-6
+    ) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(size) if not offset else torch.zeros(size))
         self.offset = offset
+        self.weight_in_fp32 = weight_in_fp32 or offset
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.weight + 1 if self.offset else self.weight
-        return F.rms_norm(x, (x.shape[-1],), w.to(x.dtype), self.eps)
+        dtype = x.dtype
+        x32 = x.to(torch.float32)
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.offset:  # Gemma
+            return (x32 * (1.0 + self.weight.float())).to(dtype)
+        if self.weight_in_fp32:  # OLMo 2
+            return (self.weight * x32).to(dtype)
+        return self.weight * x32.to(dtype)
 
 
 def _norm(spec: ModelSpec, size: int | None = None) -> nn.Module:
     size = size or spec.hidden_size
     if spec.norm == "layernorm":
         return nn.LayerNorm(size, eps=1e-5)
-    return RMSNorm(size, offset=spec.model_type.startswith("gemma"))
+    return RMSNorm(
+        size,
+        offset=spec.model_type.startswith("gemma"),
+        weight_in_fp32=spec.model_type == "olmo2",
+    )
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

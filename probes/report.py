@@ -125,7 +125,7 @@ def environment(device: str | None = None) -> dict[str, Any]:
         "hip": None,
         "numpy": None,
         "device": device,
-        "device_name": platform.processor() or platform.machine(),
+        "device_name": f"CPU ({platform.processor() or platform.machine()})",
         "driver": None,
         "total_memory_bytes": None,
         "allocator_settings": {k: os.environ[k] for k in ALLOCATOR_ENV if k in os.environ},
