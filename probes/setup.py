@@ -318,5 +318,7 @@ def batches(
     """Endless random (input_ids, labels) micro-batches from a seeded CPU generator."""
     gen = torch.Generator().manual_seed(seed)
     while True:
-        ids = torch.randint(0, vocab, (micro_batch, seq_len + 1), generator=gen)
-        yield ids[:, :-1].contiguous().to(device), ids[:, 1:].contiguous().to(device)
+        row = torch.randint(0, vocab, (micro_batch, seq_len + 1), generator=gen)
+        pair = row[:, :-1].contiguous().to(device), row[:, 1:].contiguous().to(device)
+        del row  # not kept alive by this frame while the step runs
+        yield pair

@@ -134,7 +134,13 @@ def run_step(
         del loss
         if last:
             out["backward"] = backend.end("backward")
-            cats.gradients |= backend.ids(p.grad for p in trainer.trainable if p.grad is not None)
+            grads = [p.grad for p in trainer.trainable if p.grad is not None]
+            cats.gradients |= backend.ids(grads)
+            out["backward"].extra["gradient_bytes"] = sum(
+                {
+                    g.untyped_storage().data_ptr(): g.untyped_storage().nbytes() for g in grads
+                }.values()
+            )
             backend.start()
         phases.current = "optimizer_step"
         trainer.optimizer_step()
@@ -160,11 +166,11 @@ def measured_entries(ph: dict[str, PhaseMeasurement]) -> dict[str, int]:
     cat = ph["forward"].by_category
     if cat:
         # at the end of forward: what each category holds (the estimate's per_gpu_bytes)
-        end = ph["optimizer"].by_category
         m["parameters"] = cat["parameters"]
         m["activations"] = ph["forward"].extra["activation_bytes"]
         m["optimizer_states"] = cat["optimizer_states"]
-        m["gradients"] = end["gradients"]
+        # the model's gradients when backward ends (bf16-mixed's fp32 copies are step scratch)
+        m["gradients"] = ph["backward"].extra["gradient_bytes"]
     return m
 
 
