@@ -141,6 +141,7 @@ def run_step(
                     g.untyped_storage().data_ptr(): g.untyped_storage().nbytes() for g in grads
                 }.values()
             )
+            del grads  # bf16-mixed frees each 16-bit gradient in the step: hold none here
             backend.start()
         phases.current = "optimizer_step"
         trainer.optimizer_step()
