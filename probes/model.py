@@ -106,6 +106,7 @@ def attend(
     v: torch.Tensor,
     window: int | None,
     impl: AttentionImpl,
+    recompute: bool = False,
 ) -> torch.Tensor:
     """Causal attention of q (b, H, s, d) on k, v (b, K, s, d): SDPA or eager, GQA by repeat.
 
@@ -126,6 +127,10 @@ def attend(
         if mask is None:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, **kwargs)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs)
+    if recompute and torch.is_grad_enabled():
+        # selective checkpointing (Korthikanti et al. 2022, section 4.3): the s x s core
+        # is recomputed in backward, only q, k, v are kept
+        return checkpoint(attend, q, k, v, window, impl, False, use_reentrant=False)
     if group > 1:
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
@@ -176,6 +181,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(q, h, bias=spec.o_bias)
         self.kv_sink: list[torch.Tensor] | None = None
         self.decode_cache: list[torch.Tensor] | None = None
+        self.selective = False  # recompute the eager s x s core in backward
         self.qk_norm = spec.qk_norm
         if spec.qk_norm == "per_head":
             self.q_norm, self.k_norm = _norm(spec, d), _norm(spec, d)
@@ -208,7 +214,7 @@ class Attention(nn.Module):
             k, v = _extend(self.decode_cache, k, v, window)
             if s == 1:  # one new token attends to everything cached: no mask
                 return self.o_proj(_attend_all(q, k, v).transpose(1, 2).reshape(b, s, -1))
-        out = attend(q, k, v, window, impl)
+        out = attend(q, k, v, window, impl, self.selective and self.training)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, self.heads * d))
 
 
@@ -236,6 +242,7 @@ class MLAttention(nn.Module):
         self.o_proj = nn.Linear(n * m.v_head_dim, h, bias=False)
         self.kv_sink: list[torch.Tensor] | None = None
         self.decode_cache: list[torch.Tensor] | None = None
+        self.selective = False  # recompute the eager s x s core in backward
 
     def forward(self, x, rope, window, impl):  # type: ignore[no-untyped-def]
         b, s, _ = x.shape
@@ -261,7 +268,7 @@ class MLAttention(nn.Module):
             k, v = _extend(self.decode_cache, k, v, window)
             if s == 1:
                 return self.o_proj(_attend_all(q, k, v).transpose(1, 2).reshape(b, s, -1))
-        out = attend(q, k, v, window, impl)
+        out = attend(q, k, v, window, impl, self.selective and self.training)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, n * m.v_head_dim))
 
 

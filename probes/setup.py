@@ -278,9 +278,10 @@ def build(
         )
     model = build_model(spec, device=device, dtype=dtype, seed=seed)
     model.attention = attention  # type: ignore[assignment]
-    # selective: recompute only the s x s attention core; with SDPA nothing s x s is kept,
-    # and this reference implementation keeps eager's scores (documented in the report).
+    # selective: recompute only the s x s attention core (eager); SDPA keeps nothing s x s
     model.checkpointing = checkpointing  # type: ignore[assignment]
+    for layer in model.model.layers:
+        layer.self_attn.selective = checkpointing == "selective"
     model.train()
     return model
 

@@ -119,3 +119,23 @@ def test_other_families_and_policies_run(tmp_path, config: str, extra: tuple[str
     assert code == 0 and r and r["status"] == "ok"
     assert r["measured"]["parameters"] == r["estimate"]["parameters"]
     assert r["measured"]["peak"] > r["measured"]["after_load"] > 0
+
+
+def test_selective_checkpointing_drops_the_eager_scores(tmp_path) -> None:
+    args = (
+        "train-step",
+        "--config",
+        "tiny-gemma2",
+        "--attention",
+        "eager",
+        "--device",
+        "cpu",
+        "--seq-len",
+        "64",
+    )
+    _, plain = run_probe(tmp_path, *args)
+    _, selective = run_probe(tmp_path, *args, "--checkpointing", "selective")
+    assert plain and selective
+    # 2 layers x 4 heads x 64 x 64 scores x (4-byte softmax) x 2 sequences at least
+    dropped = plain["measured"]["activations"] - selective["measured"]["activations"]
+    assert dropped >= 2 * 4 * 64 * 64 * 4 * 2
