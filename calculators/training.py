@@ -15,7 +15,7 @@ steps):
                                           gradients + its transient
                     (memory is linear in the layer index between the two ends, so the
                     maximum over layers is at one of them)
-  optimizer_step  = after_load + gradients (in fp32 when there is an fp32 master copy)
+  optimizer_step  = after_load + gradients (+ their fp32 copies for an fp32 master)
                     + the step's temporaries
   peak            = the largest phase
 
@@ -234,7 +234,11 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
     for t in tensors:
         layer_params[t.layer] = layer_params.get(t.layer, 0) + t.parameters
     last = spec.num_layers - 1
-    matmul = sum(t.parameters for t in tensors if t.is_matrix and t.category != "embedding")
+    matmul = sum(
+        t.parameters
+        for t in tensors
+        if t.is_matrix and t.category not in ("embedding", "position_embedding")
+    )
     if spec.tie_word_embeddings:
         matmul += spec.vocab_size * spec.hidden_size  # the tied embedding is lm_head too
     notes = []
@@ -365,7 +369,8 @@ def training_memory(
     buckets = st.grad_bytes if n > 1 and z == 0 and not q.ddp_bucket_view else 0
     gathered = (1 + q.prefetch) * st.unit_param_bytes if z >= 3 and n > 1 else 0
     unsharded_grads = st.unit_grad_bytes if z >= 2 and n > 1 else 0
-    # With an fp32 master the step reads fp32 gradients: the 16-bit ones are cast and freed.
+    # With an fp32 master the step reads fp32 gradients cast from the 16-bit ones, which
+    # stay until the step ends (DeepSpeed's BF16_Optimizer keeps both; measured so on CPU).
     master_grads = _shard(st.trainable * pol.master_bytes, z >= 2, n)
     temporaries = step_temporary_bytes(
         opt,
@@ -441,7 +446,7 @@ def training_memory(
             id="master_gradients",
             label="fp32 gradients of the master copy (optimizer step)",
             bytes=master_grads,
-            basis="each 16-bit gradient cast to fp32 for the step, the 16-bit one freed"
+            basis="each 16-bit gradient cast to fp32 for the step, beside the 16-bit one"
             + (f" {shard_note}" if z >= 2 and n > 1 else ""),
             source="mixed-precision practice: Micikevicius et al. 2018 (arXiv:1710.03740) "
             "section 3.1; DeepSpeed and Megatron keep fp32 gradients for the fp32 master",
@@ -472,7 +477,7 @@ def training_memory(
         TrainingPhase(
             id="optimizer_step",
             label=PHASE_LABELS["optimizer_step"],
-            bytes=base + (master_grads or grads_all) + temporaries,
+            bytes=base + grads_all + master_grads + temporaries,
         ),
     )
     peak = max(phases, key=lambda p: p.bytes)

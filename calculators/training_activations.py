@@ -75,6 +75,9 @@ INDEX_BYTES = 8  # int64 token ids and expert indices
 MASK_BYTES = 1  # torch.bool dropout mask (aten native_dropout)
 LOSS_BYTES = 4  # cross-entropy runs in fp32 (autocast's fp32 op list; HF's logits.float())
 FLOAT_MASK_BYTES = 4  # an explicit boolean attention mask, converted to float by SDPA
+# SDPA's math kernel computes 16-bit inputs in fp32 (torch.backends.cuda.
+# allow_fp16_bf16_reduction_math_sdp is False by default), so what it saves is fp32.
+MATH_KERNEL_BYTES = 4
 
 _ATTENTION_INPUT = ("q_proj", "k_proj", "v_proj", "qkv_proj", "q_a_proj", "kv_a_proj_with_mqa")
 _MLP_INPUT = ("gate_proj", "up_proj", "gate_up_proj", "c_fc")
@@ -186,8 +189,8 @@ def _mla_terms(
     if m.q_lora_rank is not None:
         latents += norm_bytes(spec, t, m.q_lora_rank, a, weight_trains=w)
         latents += t * m.q_lora_rank * a
-    if math_kernel:  # SDPA's math kernel keeps k and a contiguous v (q goes in scaled)
-        qkv = t * heads * (qk + m.v_head_dim) * a
+    if math_kernel:  # SDPA's math kernel keeps fp32 k and v (q goes in scaled)
+        qkv = t * heads * (qk + m.v_head_dim) * MATH_KERNEL_BYTES
     else:  # q (rope'd, concatenated), k, and kv_b's output, of which v is a view
         qkv = t * heads * (2 * qk + m.qk_nope_head_dim + m.v_head_dim) * a
     return [
@@ -205,7 +208,8 @@ def _attention_terms(
         assert m is not None
         v_dim = m.v_head_dim
         # SDPA's flash kernels need one head size for q, k and v; otherwise the math
-        # kernel runs and keeps the scores as eager attention does (q scaled, then probs).
+        # kernel runs and keeps the scores as eager attention does (q scaled, then probs),
+        # in fp32.
         math_kernel = st.attention == "sdpa" and m.qk_nope_head_dim + m.qk_rope_head_dim != v_dim
         terms = _mla_terms(spec, t, st, math_kernel)
     else:
@@ -242,8 +246,8 @@ def _attention_terms(
     if math_kernel and st.attention == "sdpa":
         m = spec.mla
         assert m is not None
-        scaled_q = t * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) * a
-        scores = scaled_q + b * heads * s * s * a
+        scaled_q = t * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) * MATH_KERNEL_BYTES
+        scores = scaled_q + b * heads * s * s * MATH_KERNEL_BYTES
     else:
         probs = st.softmax_bytes + (a if a != st.softmax_bytes else 0)
         scores = b * heads * s * s * probs
@@ -286,10 +290,16 @@ def _mlp_terms(
     if st.capacity_factor is not None:
         per_expert = -(-int(st.capacity_factor * t * k) // e)
         assignments = per_expert * e
-    gathered = h * a if st.trains(*_MLP_INPUT) else 0
-    # the expert's output is saved for the routing weight's gradient (a trainable router)
+    readers = 1 if spec.mlp == "plain" or spec.fused_gate_up else 2
+    if st.residual_bytes != a:  # autocast: each expert linear casts the fp32 gathered rows
+        gathered = sum(st.trains(m) for m in _MLP_INPUT) and readers * h * a
+    else:
+        gathered = h * a if st.trains(*_MLP_INPUT) else 0
+    # the expert's output is saved for the routing weight's gradient (a trainable router);
+    # weighted by fp32 routing weights under autocast, what index_add_ keeps is fp32
     output = h * a if st.lora_targets is None else 0
-    routed = assignments * (gathered + output + h * a + INDEX_BYTES) + _mlp_bytes(
+    weighted = h * st.residual_bytes
+    routed = assignments * (gathered + output + weighted + INDEX_BYTES) + _mlp_bytes(
         spec, assignments, moe.expert_intermediate_size, st
     )
     terms = [
@@ -311,7 +321,10 @@ def _mlp_terms(
 def _input_readers(spec: ModelSpec, layer: LayerSpec, st: ActivationSettings) -> tuple[int, int]:
     """Trainable linears reading the attention input and the MLP input (autocast copies)."""
     if layer.attention == "mla":
-        attention = ("q_proj", "q_a_proj", "kv_a_proj_with_mqa")
+        m = spec.mla
+        assert m is not None
+        q_in = "q_proj" if m.q_lora_rank is None else "q_a_proj"
+        attention: tuple[str, ...] = (q_in, "kv_a_proj_with_mqa")
     elif spec.fused_qkv:
         attention = ("qkv_proj",)
     else:
@@ -327,7 +340,8 @@ def _input_readers(spec: ModelSpec, layer: LayerSpec, st: ActivationSettings) ->
         moe = spec.moe
         assert moe is not None
         shared = sum(st.trains(m) for m in mlp) if moe.shared_intermediate_size else 0
-        return n_attn, shared + (st.lora_targets is None)  # + the router
+        frozen = st.lora_targets is not None  # the router and Qwen2-MoE's shared gate train
+        return n_attn, shared + (not frozen) * (1 + moe.shared_expert_gate)
     return n_attn, sum(st.trains(m) for m in mlp)
 
 
