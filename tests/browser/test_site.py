@@ -78,3 +78,37 @@ def test_instant_navigation_binds_the_calculator(watched: Watched, base_url: str
     # the worker answers with Python's own json.dumps, so the text is identical
     expect(result).to_have_attribute("data-result-json", json.dumps(want), timeout=10_000)
     expect(result).to_contain_text(f"{want['accumulation_steps']:,}")
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(site).parent).replace(".", "") for p in site.rglob("index.html")
+    )
+
+
+def test_no_page_refers_to_another_host(site_dir: Path) -> None:
+    # what a page would fetch: scripts, stylesheets, images, frames (a canonical link is
+    # only an address, not a request)
+    tag = re.compile(r"<(?:script|link|img|iframe)\b[^>]*>", re.I)
+    remote = re.compile(r'\b(?:src|href)="(?:https?:)?//', re.I)
+    offenders = [
+        f"{p.relative_to(site_dir).as_posix()}: {t}"
+        for p in site_dir.rglob("*.html")
+        for t in tag.findall(p.read_text(encoding="utf-8"))
+        if remote.search(t) and 'rel="canonical"' not in t
+    ]
+    assert offenders == []
+    assert len(_pages(site_dir)) > 30
+
+
+def test_every_other_page_loads_cleanly(watched: Watched, base_url: str, site_dir: Path) -> None:
+    page = watched.page
+    visited = 0
+    for rel in _pages(site_dir):
+        path = f"{rel}/" if rel else ""
+        if (site_dir / rel / "index.html").read_text(encoding="utf-8").count("data-calculator="):
+            continue  # calculator pages have their own tests
+        page.goto(base_url + path)
+        expect(page.locator("article h1").first).to_be_visible()
+        visited += 1
+    assert visited > 20
