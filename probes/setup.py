@@ -303,9 +303,14 @@ def build_hf(
     cfg = transformers.AutoConfig.for_model(**config)
     torch.manual_seed(seed)
     with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(
-            cfg, torch_dtype=dtype, attn_implementation=attention
-        )
+        try:  # transformers >= 4.56 names it dtype, older ones torch_dtype
+            model = transformers.AutoModelForCausalLM.from_config(
+                cfg, dtype=dtype, attn_implementation=attention
+            )
+        except TypeError:
+            model = transformers.AutoModelForCausalLM.from_config(
+                cfg, torch_dtype=dtype, attn_implementation=attention
+            )
     if checkpointing == "full":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False

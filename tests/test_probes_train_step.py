@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from calculators.lora import lora_parameters
@@ -139,3 +141,23 @@ def test_selective_checkpointing_drops_the_eager_scores(tmp_path) -> None:
     # 2 layers x 4 heads x 64 x 64 scores x (4-byte softmax) x 2 sequences at least
     dropped = plain["measured"]["activations"] - selective["measured"]["activations"]
     assert dropped >= 2 * 4 * 64 * 64 * 4 * 2
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None, reason="--hf needs transformers (optional)"
+)
+def test_hf_train_step_measures_transformers_own_class(tmp_path) -> None:
+    code, r = run_probe(
+        tmp_path,
+        "train-step",
+        "--config",
+        "tiny-llama",
+        "--hf",
+        "--device",
+        "cpu",
+        "--seq-len",
+        "32",
+    )
+    assert code == 0 and r and r["inputs"]["hf"] is True
+    assert r["details"]["parameters_built"] == 426_624
+    assert 0.9 < r["ratio"]["peak"] < 1.1
