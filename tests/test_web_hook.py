@@ -105,9 +105,29 @@ def test_validation_report_renders_estimate_against_measurement(tmp_path: Path) 
     }
     (folder / "kv.json").write_text(json.dumps(report), encoding="utf-8")
     md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
-    assert "### kv-cache: ok" in md
-    assert "| `kv_cache_bytes` | 100 | 101 | bytes | 1.01 |" in md
+    assert '??? info "kv-cache: ok (kv.json)"' in md
+    assert "    | `kv_cache_bytes` | 100 | 101 | bytes | 1.01 |" in md
+    assert "| `kv.json` | kv-cache | ok | a &#124; b | kv_cache_bytes 1.01 |" in md
     assert "a &#124; b" in md  # a pipe in a value does not break the table
+    (folder / "schema.json").write_text('{"$schema": "x"}', encoding="utf-8")
+    md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
+    assert "1 reports." in md and "JSON Schema [`schema.json`]" in md
     (folder / "bad.json").write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(PluginError, match="not a JSON object"):
         render("[[validation-reports]]", docs_dir=tmp_path)
+
+
+def test_formulas_are_rendered_by_katex() -> None:
+    html = hook.render_math(
+        '<p>Inline <span class="arithmatex">\\(n_{kv} \\times d\\)</span></p>'
+        '<div class="arithmatex">\\[\nB &lt; L\n\\]</div>',
+        "x.md",
+    )
+    assert html.count('class="katex"') == 2
+    assert 'class="katex-display"' in html
+    assert "arithmatex" not in html
+
+
+def test_a_formula_katex_rejects_fails_the_build() -> None:
+    with pytest.raises(PluginError, match="KaTeX"):
+        hook.render_math('<span class="arithmatex">\\(\\frac{1}\\)</span>', "x.md")

@@ -22,9 +22,12 @@ No figure is typed by hand: a reference that cannot be resolved fails the build.
 
 from __future__ import annotations
 
+import html as html_module
 import json
 import mimetypes
 import re
+import shutil
+import subprocess
 import zipfile
 from html import escape
 from io import BytesIO
@@ -53,7 +56,7 @@ PYODIDE_FILES = (
     "python_stdlib.zip",
     "pyodide-lock.json",
 )
-KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
+KATEX_FILES = ("katex.min.css",)
 
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
@@ -178,58 +181,103 @@ def _cell(value: Any) -> str:
     return escape(str(text)).replace("|", "&#124;").replace("\n", " ")
 
 
+def _ratios(report: dict[str, Any]) -> str:
+    ratio = report.get("ratio")
+    if not isinstance(ratio, dict) or not ratio:
+        return ""
+    return ", ".join(
+        f"{escape(str(k))} {v:.3g}" if isinstance(v, int | float) else f"{escape(str(k))} {v}"
+        for k, v in ratio.items()
+    )
+
+
+def _get(report: dict[str, Any], *path: str) -> Any:
+    value: Any = report
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _title(name: str, report: dict[str, Any]) -> str:
+    probe = report.get("probe", name)
+    return probe.get("name", name) if isinstance(probe, dict) else str(probe)
+
+
 def render_report(name: str, report: dict[str, Any]) -> str:
-    """One probe report as Markdown: the estimate against the measurement, then every field.
+    """One probe report as Markdown, collapsed: the estimate against the measurement, then
+    every field.
 
     Generic on purpose: any JSON object renders; the comparison table appears when
     `estimate`, `measured` (and `ratio`, `units`) are objects keyed by the same names.
     """
-    probe = report.get("probe", name)
-    title = probe.get("name", name) if isinstance(probe, dict) else str(probe)
-    out = [f"### {escape(title)}: {escape(str(report.get('status', 'no status')))}\n"]
-    out.append(f"Report `{escape(name)}`.\n")
+    body = []
     estimate, measured = report.get("estimate"), report.get("measured")
     if isinstance(estimate, dict) and isinstance(measured, dict):
         ratio = report.get("ratio") if isinstance(report.get("ratio"), dict) else {}
         units = report.get("units") if isinstance(report.get("units"), dict) else {}
-        out.append("| quantity | estimate | measured | unit | measured / estimate |")
-        out.append("|---|---|---|---|---|")
+        body.append("| quantity | estimate | measured | unit | measured / estimate |")
+        body.append("|---|---|---|---|---|")
         for key in sorted(set(estimate) | set(measured)):
             row = [estimate.get(key, ""), measured.get(key, ""), units.get(key, "")]
             r = ratio.get(key)
-            out.append(
+            body.append(
                 f"| `{escape(key)}` | "
                 + " | ".join(_cell(v) for v in row)
                 + f" | {'' if r is None else _cell(r)} |"
             )
-        out.append("")
-    out.append("| field | value |\n|---|---|")
+        body.append("")
+    body.append("| field | value |\n|---|---|")
     for key, value in report.items():
-        out.append(f"| `{escape(str(key))}` | <code>{_cell(value)}</code> |")
-    out.append("")
-    return "\n".join(out)
+        body.append(f"| `{escape(str(key))}` | <code>{_cell(value)}</code> |")
+    title = f"{_title(name, report)}: {report.get('status', 'no status')} ({name})"
+    indented = "\n".join(f"    {line}" if line else "" for line in "\n".join(body).splitlines())
+    return f'??? info "{escape(title)}"\n\n{indented}\n'
+
+
+def _summary(reports: list[tuple[str, dict[str, Any]]]) -> str:
+    rows = ["| report | probe | status | device | measured / estimate | finished |"]
+    rows.append("|---|---|---|---|---|---|")
+    for name, r in reports:
+        device = _get(r, "environment", "device_name") or _get(r, "environment", "device") or ""
+        rows.append(
+            f"| `{escape(name)}` | {escape(_title(name, r))} | {_cell(r.get('status', ''))} | "
+            f"{_cell(device)} | {_ratios(r)} | {_cell(r.get('finished_at', ''))} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 def _validation_reports(docs_dir: Path) -> str:
-    reports = sorted((docs_dir / "data" / "validation").glob("*.json"))
-    if not reports:
-        return (
-            '!!! note "No reports yet"\n\n'
-            "    No probe report has been published. Run a probe on a GPU, e.g. "
-            "`python -m probes kv-cache --model qwen3-8b --context 8192 --batch 4 "
-            "--out report.json`, and add the JSON report it writes to "
-            "`docs/data/validation/`; it appears here on the next build.\n"
-        )
-    out = []
-    for path in reports:
+    reports: list[tuple[str, dict[str, Any]]] = []
+    schemas: list[str] = []
+    for path in sorted((docs_dir / "data" / "validation").glob("*.json")):
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise PluginError(f"validation report {path.name} cannot be read: {e}") from None
         if not isinstance(report, dict):
             raise PluginError(f"validation report {path.name} is not a JSON object")
-        out.append(render_report(path.name, report))
-    return "\n".join(out)
+        if "$schema" in report:  # the reports' JSON Schema, not a report
+            schemas.append(path.name)
+        else:
+            reports.append((path.name, report))
+    note = "".join(
+        f"The reports follow the JSON Schema [`{n}`](../data/validation/{n}).\n\n" for n in schemas
+    )
+    if not reports:
+        return note + (
+            '!!! note "No reports yet"\n\n'
+            "    No probe report has been published. Run a probe on a GPU, e.g. "
+            "`python -m probes kv-cache --model qwen3-8b --context 8192 --batch 4 "
+            "--out report.json`, and add the JSON report it writes to "
+            "`docs/data/validation/`; it appears here on the next build.\n"
+        )
+    return (
+        note
+        + f"{len(reports)} reports.\n\n"
+        + _summary(reports)
+        + "\n"
+        + "\n".join(render_report(n, r) for n, r in reports)
+    )
 
 
 def on_config(config: Any) -> Any:
@@ -400,7 +448,48 @@ def _resolve(
     return _fmt(_path(examples[source], path, label), fmt, label)
 
 
+_MATH = re.compile(
+    r'<span class="arithmatex">\\\((.*?)\\\)</span>|<div class="arithmatex">\\\[(.*?)\\\]</div>',
+    re.S,
+)
+
+
+def render_math(html: str, where: str) -> str:
+    """Formulas rendered by the pinned KaTeX (node_modules) at build time: readable
+    without JavaScript, nothing to typeset in the browser."""
+    found = list(_MATH.finditer(html))
+    if not found:
+        return html
+    node = shutil.which("node")
+    if node is None:
+        raise PluginError("node is needed to render formulas: install Node.js (make node)")
+    items = [
+        [
+            html_module.unescape(m.group(1) if m.group(1) is not None else m.group(2)).strip(),
+            m.group(2) is not None,
+        ]
+        for m in found
+    ]
+    proc = subprocess.run(
+        [node, str(Path(__file__).with_name("katex_render.mjs"))],
+        input=json.dumps(items),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise PluginError(f"{where}: {proc.stderr.strip()}")
+    rendered = iter(json.loads(proc.stdout))
+
+    def swap(m: re.Match[str]) -> str:
+        tag = "div" if m.group(2) is not None else "span"
+        return f'<{tag} class="kd-math">{next(rendered)}</{tag}>'
+
+    return _MATH.sub(swap, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    html = render_math(html, page.file.src_uri)
     forms = _forms.pop(page.file.src_uri, [])
     for i, form in enumerate(forms):
         slot = f'<div class="kd-slot" data-slot="{i}"></div>'
