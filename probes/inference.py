@@ -21,7 +21,7 @@ from calculators.kv_cache import KVSettings, kv_cache_bytes
 from calculators.params import parameter_counts
 from calculators.spec import ModelSpec
 from calculators.weights import weight_bytes
-from probes.memory import CPUBackend, CudaBackend
+from probes.memory import CPUBackend, CudaBackend, storage_bytes
 from probes.model import build_model, parameter_count
 
 VERSION = "1"
@@ -34,14 +34,6 @@ def _dtype(fmt: str) -> torch.dtype:
     return DTYPES[fmt]
 
 
-def unique_storage_bytes(tensors: Any) -> int:
-    seen: dict[int, int] = {}
-    for t in tensors:
-        st = t.untyped_storage()
-        seen[st.data_ptr()] = st.nbytes()
-    return sum(seen.values())
-
-
 def weights_probe(
     spec: ModelSpec, fmt: str, *, device: str, backend: CPUBackend | CudaBackend
 ) -> dict[str, Any]:
@@ -52,7 +44,7 @@ def weights_probe(
     allocated = backend.current() - before
     measured = {
         "parameters": parameter_count(model),
-        "weight_bytes": unique_storage_bytes(model.parameters()),
+        "weight_bytes": storage_bytes(model.parameters()),
         "allocated_bytes": allocated,
     }
     w = weight_bytes(spec, fmt).main_bytes

@@ -62,9 +62,28 @@ def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
     if hasattr(t, "to_local"):  # a DTensor (FSDP2): the local shard holds the memory
         t = t.to_local()
     try:
-        return t.untyped_storage()
-    except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no storage
+        st = t.untyped_storage()
+        st.nbytes()
+        return st
+    except (RuntimeError, NotImplementedError):  # sparse / nested / wrapper tensors
         return None
+
+
+def _nbytes(st: torch.UntypedStorage) -> int:
+    try:
+        return st.nbytes()
+    except RuntimeError:
+        return 0
+
+
+def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the distinct storages (local shards for DTensors) behind `tensors`."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        st = _storage(t)
+        if st is not None:
+            seen[id(st)] = _nbytes(st)
+    return sum(seen.values())
 
 
 class LiveTensorTracker(TorchDispatchMode):
@@ -78,24 +97,53 @@ class LiveTensorTracker(TorchDispatchMode):
     def __init__(self, memory_limit: int | None = None) -> None:
         super().__init__()
         self.memory_limit = memory_limit
-        # data_ptr -> (allocation id, bytes); ids never repeat, addresses do
+        # id(storage) -> (allocation id, bytes). PyTorch keeps one Python object per storage
+        # for the storage's life, so its id is stable (addresses are not: a resize moves it)
+        # and the finalizer removes the entry before the id can be reused.
         self.live: dict[int, tuple[int, int]] = {}
         self._next_id = 0
         self.current = 0
         self.peak = 0
         self._peak_live: dict[int, int] = {}
         self._peak_pending = False
+        self._resize: Any = None
 
     # -- bookkeeping ---------------------------------------------------------------
     def _free(self, key: int, uid: int) -> None:
         entry = self.live.get(key)
         if entry is None or entry[0] != uid:
             return
+        self._settle_peak()
+        del self.live[key]
+        self.current -= entry[1]
+
+    def _settle_peak(self) -> None:
         if self._peak_pending:
             self._peak_live = self.snapshot()
             self._peak_pending = False
-        del self.live[key]
-        self.current -= entry[1]
+
+    def _grow(self, n: int) -> None:
+        self.current += n
+        if self.current > self.peak:
+            self.peak = self.current
+            self._peak_pending = True
+        if self.memory_limit is not None and self.current > self.memory_limit:
+            raise MemoryLimitExceeded(
+                f"live tensor bytes {self.current} exceed the memory limit {self.memory_limit}"
+            )
+
+    def _resized(self, st: torch.UntypedStorage, old: int) -> None:
+        """FSDP frees and refills its unsharded parameters with storage.resize_ (no op)."""
+        entry = self.live.get(id(st))
+        if entry is None:
+            return
+        new = _nbytes(st)
+        self.live[id(st)] = (entry[0], new)
+        if new < old:
+            self._settle_peak()
+            self.current -= old - new
+        else:
+            self._grow(new - old)
 
     def snapshot(self) -> dict[int, int]:
         """Allocation id -> bytes of every live storage."""
@@ -106,30 +154,40 @@ class LiveTensorTracker(TorchDispatchMode):
         out = set()
         for t in tensors:
             st = _storage(t)
-            if st is not None and st.data_ptr() in self.live:
-                out.add(self.live[st.data_ptr()][0])
+            if st is not None and id(st) in self.live:
+                out.add(self.live[id(st)][0])
         return out
 
     def _add(self, t: torch.Tensor) -> None:
         st = _storage(t)
-        if st is None:
+        if st is None or id(st) in self.live:
             return
-        n = st.nbytes()
-        key = st.data_ptr()
-        if n == 0 or key in self.live:
-            return
+        n = _nbytes(st)
         uid = self._next_id
         self._next_id += 1
-        self.live[key] = (uid, n)
-        self.current += n
-        weakref.finalize(st, self._free, key, uid)
-        if self.current > self.peak:
-            self.peak = self.current
-            self._peak_pending = True
-        if self.memory_limit is not None and self.current > self.memory_limit:
-            raise MemoryLimitExceeded(
-                f"live tensor bytes {self.current} exceed the memory limit {self.memory_limit}"
-            )
+        self.live[id(st)] = (uid, n)  # 0-byte storages too: FSDP resizes them later
+        weakref.finalize(st, self._free, id(st), uid)
+        self._grow(n)
+
+    def __enter__(self) -> LiveTensorTracker:
+        original = torch.UntypedStorage.resize_
+        tracker = self
+
+        def resize_(st: torch.UntypedStorage, size: int) -> Any:
+            old = _nbytes(st)
+            out = original(st, size)
+            tracker._resized(st, old)
+            return out
+
+        self._resize = original
+        torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._resize is not None:
+            torch.UntypedStorage.resize_ = self._resize  # type: ignore[method-assign]
+            self._resize = None
+        super().__exit__(*exc)
 
     def adopt(self, tensors: Iterable[torch.Tensor]) -> None:
         """Count tensors that exist already (parameters made before tracking began)."""

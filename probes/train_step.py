@@ -26,7 +26,7 @@ import torch
 
 from calculators.spec import ModelSpec
 from probes.cli import Phases
-from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement
+from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement, storage_bytes
 from probes.setup import Trainer, apply_lora, batches, build
 
 VERSION = "1"
@@ -136,11 +136,7 @@ def run_step(
             out["backward"] = backend.end("backward")
             grads = [p.grad for p in trainer.trainable if p.grad is not None]
             cats.gradients |= backend.ids(grads)
-            out["backward"].extra["gradient_bytes"] = sum(
-                {
-                    g.untyped_storage().data_ptr(): g.untyped_storage().nbytes() for g in grads
-                }.values()
-            )
+            out["backward"].extra["gradient_bytes"] = storage_bytes(grads)
             del grads  # bf16-mixed frees each 16-bit gradient in the step: hold none here
             backend.start()
         phases.current = "optimizer_step"

@@ -86,3 +86,15 @@ def test_cuda_backend_measures_an_allocation() -> None:
     assert m.extra["ooms"] == 0
     assert b.context["context_bytes"] > 0
     del x
+
+
+def test_storage_resize_is_followed() -> None:
+    # FSDP frees an unsharded parameter with untyped_storage().resize_(0), no aten op
+    with LiveTensorTracker() as t:
+        x = torch.empty(1000)
+        x.untyped_storage().resize_(0)
+        assert t.current == 0
+        x.untyped_storage().resize_(800)
+        assert t.current == 800 and t.peak == 4000
+        del x
+        assert t.current == 0
