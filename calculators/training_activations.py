@@ -15,9 +15,10 @@ activations (2 under autocast or in bf16, 4 in fp32) and r those of the residual
                     autocast each linear casts its fp32 input on its own (the cast cache
                     holds only leaf weights), so separate q, k, v keep 3 copies and gate,
                     up 2
-  q, k, v           T x (H + 2 K) d x a with SDPA/flash (GQA kernels read K heads);
-                    eager attention repeats k and v to H heads first (repeat_kv):
-                    T x 3 H d x a; a fused qkv keeps its whole output when v is a view
+  q, k, v           T x (H + 2 K) d x a with SDPA/flash (GQA kernels read K heads; a
+                    fused qkv keeps its whole output, plus RoPE's new q and k);
+                    eager attention repeats k and v to H heads (repeat_kv) and its
+                    matmuls copy non-contiguous views: T x 3 H d x a
   q/k norm inputs   as norms, on the q and k heads (Qwen3, OLMo 2, Gemma 3)
   attention output  T x H d x a (o_proj's input; the SDPA kernel's saved output is the
                     same storage), + logsumexp T x H x 4 for SDPA
@@ -155,7 +156,9 @@ def _layer_norm_terms(
     post = sum(1 for n in spec.norm_names if n.startswith("post_"))
     if spec.norm_names == ("input_layernorm", "post_attention_layernorm"):
         post = 0  # Llama's post_attention_layernorm is the MLP's pre-norm
-    pre = spec.norms_per_layer - post - (0 if input_requires_grad or post == 2 else 1)
+    pre = spec.norms_per_layer - post
+    if not input_requires_grad and pre:
+        pre -= 1
     h, trains = spec.hidden_size, st.lora_targets is None
     return pre * norm_bytes(spec, t, h, st.residual_bytes, weight_trains=trains) + post * (
         norm_bytes(spec, t, h, st.act_bytes, weight_trains=trains)
@@ -164,17 +167,16 @@ def _layer_norm_terms(
 
 def _qkv_bytes(spec: ModelSpec, t: int, st: ActivationSettings) -> int:
     a, heads, kv, d = st.act_bytes, spec.num_heads, spec.num_kv_heads, spec.head_dim
-    eager = st.attention == "eager"
-    repeated = eager and kv < heads  # repeat_kv makes new k and v of H heads
-    k_heads = heads if eager else kv
-    rope = not spec.learned_positions
+    if st.attention == "eager":
+        # repeat_kv makes k and v of H heads, and matmul copies non-contiguous views:
+        # q, k and v are kept as three tensors of H heads whatever the projection layout
+        return t * 3 * heads * d * a
     if not spec.fused_qkv:
-        return t * (heads + 2 * k_heads) * d * a
-    fused = (heads + 2 * kv) * d  # q, k, v views of one output keep all of it
-    q_k_new = (heads + k_heads) * d if rope else 0
-    v_new = heads * d if repeated else 0
-    keeps_fused = not repeated or not rope
-    return t * a * ((fused if keeps_fused else 0) + q_k_new + v_new)
+        return t * (heads + 2 * kv) * d * a
+    # SDPA keeps views of a fused output as the whole output; RoPE makes q and k new
+    fused = (heads + 2 * kv) * d
+    rope = (heads + kv) * d if not spec.learned_positions else 0
+    return t * a * (fused + rope)
 
 
 def _mla_terms(
@@ -215,12 +217,12 @@ def _attention_terms(
     else:
         terms = [ActivationTerm(id="qkv", label="q, k, v", bytes=_qkv_bytes(spec, t, st))]
         if spec.qk_norm is not None:
-            d, rows = spec.head_dim, spec.num_heads + spec.num_kv_heads
+            d, kv, w = spec.head_dim, spec.num_kv_heads, st.lora_targets is None
             qk_norm = (
-                norm_bytes(spec, t * rows, d, a)
+                norm_bytes(spec, t * (heads + kv), d, a, weight_trains=w)
                 if spec.qk_norm == "per_head"
-                else norm_bytes(spec, t, heads * d, a)
-                + norm_bytes(spec, t, spec.num_kv_heads * d, a)
+                else norm_bytes(spec, t, heads * d, a, weight_trains=w)
+                + norm_bytes(spec, t, kv * d, a, weight_trains=w)
             )
             terms.append(ActivationTerm(id="qk_norm", label="q/k norms", bytes=qk_norm))
         v_dim, math_kernel = spec.head_dim, False
