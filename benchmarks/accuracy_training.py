@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -102,6 +104,36 @@ def main(argv: list[str] | None = None) -> int:
         "parameter counts, weights and KV-cache bytes exact: "
         + ("all" if not exact_fail else "NOT for " + ", ".join(exact_fail))
     )
+    print(
+        "\nData parallel on CPU (torchrun, gloo, 2 ranks; tiny-llama, micro-batch 4): "
+        "measured / estimate, largest rank"
+    )
+    print("| strategy | " + " | ".join((*PHASES, *LINES)) + " |")
+    print("|---|" + "---:|" * (len(PHASES) + len(LINES)))
+    for strategy in ("ddp", "fsdp"):
+        path = os.path.join(out_dir, f"cpu-train-{strategy}-2ranks.json")
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "probes",
+            "train-step",
+            "--config",
+            "tiny-llama",
+            "--strategy",
+            strategy,
+            *STEP,
+            "--out",
+            path,
+        ]
+        subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        r = read(path)
+        cells = [f"{r['ratio'][k]:.3f}" if k in r["ratio"] else "-" for k in (*PHASES, *LINES)]
+        print(f"| {strategy} ({r['status']}) | " + " | ".join(cells) + " |")
     print(f"reports: {out_dir}")
     return 1 if exact_fail else 0
 

@@ -78,12 +78,15 @@ run accumulation-bf16 60 accumulation --config tiny-qwen2 --precision bf16
 run checkpoint 120 checkpoint --config tiny-llama --omit all
 
 GPUS=$($PY -c 'import torch; print(torch.cuda.device_count())')
-if [ "$GPUS" -ge 2 ] && [ $((SECONDS - START)) -le $BUDGET ]; then
-    echo "== ddp on 2 GPUs"
-    timeout 120 $PY -m torch.distributed.run --standalone --nproc-per-node 2 -m probes \
-        train-step --config tiny-llama --strategy ddp --device cuda "${STEP[@]}" \
-        --out "$OUT/train-ddp-2gpu.json" || failed=$((failed + 1))
-fi
+for strategy in ddp fsdp; do
+    if [ "$GPUS" -ge 2 ] && [ $((SECONDS - START)) -le $BUDGET ]; then
+        echo "== $strategy on 2 GPUs"
+        timeout --kill-after=10 120 $PY -m torch.distributed.run --standalone \
+            --nproc-per-node 2 -m probes train-step --config tiny-llama --strategy "$strategy" \
+            --device cuda "${STEP[@]}" --out "$OUT/train-$strategy-2gpu.json" \
+            || failed=$((failed + 1))
+    fi
+done
 
 $PY -m probes compare "$OUT"/*.json --csv "$OUT/summary.csv" > "$OUT/summary.md"
 cat "$OUT/summary.md"
