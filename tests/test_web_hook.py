@@ -96,6 +96,7 @@ def test_validation_report_renders_estimate_against_measurement(tmp_path: Path) 
     report = {
         "probe": {"name": "kv-cache", "version": "1"},
         "command_line": "python -m probes kv-cache --model gpt2",
+        "inputs": {"model": "gpt2"},
         "status": "ok",
         "estimate": {"kv_cache_bytes": 100},
         "measured": {"kv_cache_bytes": 101},
@@ -107,7 +108,7 @@ def test_validation_report_renders_estimate_against_measurement(tmp_path: Path) 
     md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
     assert '??? info "kv-cache: ok (kv.json)"' in md
     assert "    | `kv_cache_bytes` | 100 | 101 | bytes | 1.01 |" in md
-    assert "| `kv.json` | kv-cache | ok | a &#124; b | kv_cache_bytes 1.01 |" in md
+    assert "| `kv.json` | kv-cache | gpt2 | ok | a &#124; b | kv_cache_bytes 1.01 |" in md
     assert "a &#124; b" in md  # a pipe in a value does not break the table
     (folder / "schema.json").write_text('{"$schema": "x"}', encoding="utf-8")
     md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
@@ -131,3 +132,10 @@ def test_formulas_are_rendered_by_katex() -> None:
 def test_a_formula_katex_rejects_fails_the_build() -> None:
     with pytest.raises(PluginError, match="KaTeX"):
         hook.render_math('<span class="arithmatex">\\(\\frac{1}\\)</span>', "x.md")
+
+
+def test_many_ratios_are_summarised() -> None:
+    ratio = {"peak": 1.0, "a": 0.99, "b": 1.02, "c": 1.0}
+    assert hook._ratios({"ratio": ratio}) == "peak 1; 4 ratios from 0.99 to 1.02"
+    assert hook._ratios({"ratio": {"a": 1.5}}) == "a 1.5"
+    assert hook._ratios({}) == ""

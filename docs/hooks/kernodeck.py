@@ -182,13 +182,16 @@ def _cell(value: Any) -> str:
 
 
 def _ratios(report: dict[str, Any]) -> str:
+    """'peak 1.00; 9 ratios from 0.9996 to 1.002', or each ratio when there are few."""
     ratio = report.get("ratio")
     if not isinstance(ratio, dict) or not ratio:
         return ""
-    return ", ".join(
-        f"{escape(str(k))} {v:.3g}" if isinstance(v, int | float) else f"{escape(str(k))} {v}"
-        for k, v in ratio.items()
-    )
+    numbers = {k: v for k, v in ratio.items() if isinstance(v, int | float)}
+    if len(numbers) <= 3 or len(numbers) != len(ratio):
+        return ", ".join(f"{escape(str(k))} {_cell(v)}" for k, v in ratio.items())
+    low, high = min(numbers.values()), max(numbers.values())
+    head = f"peak {numbers['peak']:.4g}; " if "peak" in numbers else ""
+    return f"{head}{len(numbers)} ratios from {low:.4g} to {high:.4g}"
 
 
 def _get(report: dict[str, Any], *path: str) -> Any:
@@ -235,12 +238,13 @@ def render_report(name: str, report: dict[str, Any]) -> str:
 
 
 def _summary(reports: list[tuple[str, dict[str, Any]]]) -> str:
-    rows = ["| report | probe | status | device | measured / estimate | finished |"]
-    rows.append("|---|---|---|---|---|---|")
+    rows = ["| report | probe | model | status | device | measured / estimate | finished |"]
+    rows.append("|---|---|---|---|---|---|---|")
     for name, r in reports:
         device = _get(r, "environment", "device_name") or _get(r, "environment", "device") or ""
         rows.append(
-            f"| `{escape(name)}` | {escape(_title(name, r))} | {_cell(r.get('status', ''))} | "
+            f"| `{escape(name)}` | {escape(_title(name, r))} | "
+            f"{_cell(_get(r, 'inputs', 'model') or '')} | {_cell(r.get('status', ''))} | "
             f"{_cell(device)} | {_ratios(r)} | {_cell(r.get('finished_at', ''))} |"
         )
     return "\n".join(rows) + "\n"
