@@ -288,14 +288,22 @@ class CudaBackend:
             raise ValueError(f"device {device!r}: torch sees no CUDA or ROCm device")
         self.device = torch.device(device)
         self.categories = Categorizer()
-        total = torch.cuda.get_device_properties(self.device).total_memory
+        # used memory before this process creates its context: NVML / amdsmi, which do not
+        # initialise CUDA (torch.cuda.device_memory_used, torch >= 2.5); None when unavailable
+        used_before = _device_memory_used(self.device)
         torch.cuda.init()
+        torch.empty(1, device=self.device)  # the context exists once something is allocated
         free, total = torch.cuda.mem_get_info(self.device)
+        used_after = total - free
         self.context = {
             "total_bytes": int(total),
+            "used_before_init_bytes": used_before,
             "free_after_init_bytes": int(free),
-            # the CUDA context and other processes' memory: what is gone before torch allocates
-            "context_bytes": int(total - free - torch.cuda.memory_reserved(self.device)),
+            # this process's context: used after minus used before, minus torch's own cache;
+            # without the "before" figure, other processes' memory is included
+            "context_bytes": int(
+                used_after - (used_before or 0) - torch.cuda.memory_reserved(self.device)
+            ),
         }
         if memory_limit is not None:
             torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), self.device)
@@ -341,6 +349,13 @@ class CudaBackend:
 
     def categorize(self, m: PhaseMeasurement) -> None:
         """The allocator does not know categories; left empty on CUDA."""
+
+
+def _device_memory_used(device: torch.device) -> int | None:
+    try:
+        return int(torch.cuda.device_memory_used(device))
+    except Exception:  # no NVML / amdsmi, or an older torch: unknown, never guessed
+        return None
 
 
 def make_backend(device: str, memory_limit: int | None = None) -> CPUBackend | CudaBackend:
