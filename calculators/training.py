@@ -217,7 +217,8 @@ class _States:
     master_bytes: int
     optimizer_bytes: int
     largest_trainable_tensor: int
-    unit_param_bytes: int  # largest ZeRO-3/FSDP unit (a decoder layer or the root)
+    unit_param_bytes: int  # largest ZeRO-3/FSDP layer unit (a decoder layer)
+    root_param_bytes: int  # the root unit: embeddings, final norm, lm_head
     unit_grad_bytes: int
     top_grad_bytes: int  # allocated when the last layer's backward peaks
     bottom_grad_bytes: int  # allocated when the first layer's backward peaks
@@ -249,7 +250,7 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         shapes = [(t.shape, t.count) for t in tensors]
         param_bytes = total * pol.param_bytes
         largest = max(t.numel for t in tensors)
-        unit_params = max(layer_params.values())
+        unit_params = max(v for k, v in layer_params.items() if k is not None)
         # Gradients allocated when a layer's backward peaks in its MLP: lm_head (the tied
         # embedding), the final norm and, of the layer itself, all but its attention; the
         # embedding's own gradient comes last, after the first layer's attention.
@@ -275,7 +276,7 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         base = weight_bytes(spec, base_id).main_bytes
         param_bytes = base + trainable * pol.param_bytes
         largest = max(s[0] * s[1] for s, _ in shapes)
-        unit_params = ceil(max(layer_params.values()) * base / total)
+        unit_params = ceil(max(v for k, v in layer_params.items() if k is not None) * base / total)
         unit_trainable = top = ceil(trainable / spec.num_layers)
         bottom = trainable
         fmt = get_format(base_id)
@@ -296,6 +297,7 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         optimizer_bytes=optimizer_state_bytes(shapes, opt, pol.state_bytes),
         largest_trainable_tensor=largest,
         unit_param_bytes=unit_params * (pol.param_bytes if q.lora_rank is None else 1),
+        root_param_bytes=ceil(layer_params[None] * param_bytes / total),
         unit_grad_bytes=unit_trainable * pol.grad_bytes,
         top_grad_bytes=top * pol.grad_bytes,
         bottom_grad_bytes=bottom * pol.grad_bytes,
@@ -327,6 +329,7 @@ def _count_states(params: int, q: TrainingQuery) -> _States:
         else opt.full_states * params * pol.state_bytes,
         largest_trainable_tensor=0,
         unit_param_bytes=0,
+        root_param_bytes=0,
         unit_grad_bytes=0,
         top_grad_bytes=0,
         bottom_grad_bytes=params * pol.grad_bytes,
@@ -367,7 +370,12 @@ def training_memory(
     master = _shard(st.master_bytes, z >= 1, n)
     opt_states = _shard(st.optimizer_bytes, z >= 1, n)
     buckets = st.grad_bytes if n > 1 and z == 0 and not q.ddp_bucket_view else 0
-    gathered = (1 + q.prefetch) * st.unit_param_bytes if z >= 3 and n > 1 else 0
+    sharded = z >= 3 and n > 1
+    # FSDP2 keeps the root unit (embeddings, final norm, lm_head) unsharded from forward
+    # to the end of backward (the root is not resharded after forward); a layer unit is
+    # gathered for its forward and its backward, with `prefetch` more ahead of it.
+    root = st.root_param_bytes if sharded else 0
+    gathered = (1 + q.prefetch) * st.unit_param_bytes if sharded else 0
     unsharded_grads = st.unit_grad_bytes if z >= 2 and n > 1 else 0
     # With an fp32 master the step reads fp32 gradients cast from the 16-bit ones, which
     # stay until the step ends (DeepSpeed's BF16_Optimizer keeps both; measured so on CPU).
@@ -421,10 +429,18 @@ def training_memory(
             source="torch.nn.parallel.DistributedDataParallel docs, gradient_as_bucket_view",
         ),
         Line(
+            id="gathered_root",
+            label="ZeRO-3 / FSDP root unit, gathered",
+            bytes=root,
+            basis="embeddings, final norm and lm_head, unsharded from forward to backward",
+            source="torch.distributed.fsdp.fully_shard docs: the root's reshard_after_forward "
+            "defaults to False",
+        ),
+        Line(
             id="gathered_parameters",
-            label="ZeRO-3 / FSDP gathered units",
+            label="ZeRO-3 / FSDP gathered layers",
             bytes=gathered,
-            basis=f"(1 + prefetch {q.prefetch}) x the largest unit's parameters",
+            basis=f"(1 + prefetch {q.prefetch}) x the largest layer's parameters",
             source="ZeRO paper section 5.3; FSDP paper (arXiv:2304.11277) section 3.3",
         ),
         Line(
@@ -464,14 +480,23 @@ def training_memory(
         top_grads = min(grads_all, _shard(st.top_grad_bytes, z >= 2, n))
         bottom_grads = min(grads_all, _shard(st.bottom_grad_bytes, z >= 2, n))
         backward = max(
-            base + activations + gathered + loss_stage,
-            base + activations - top_free + top_extra + top_grads + gathered + unsharded_grads,
-            base + bottom_kept + layer_extra + bottom_grads + gathered + unsharded_grads,
+            base + activations + root + loss_stage,
+            base
+            + activations
+            - top_free
+            + top_extra
+            + top_grads
+            + root
+            + gathered
+            + unsharded_grads,
+            base + bottom_kept + layer_extra + bottom_grads + root + gathered + unsharded_grads,
         )
     phases = (
         TrainingPhase(id="after_load", label=PHASE_LABELS["after_load"], bytes=base),
         TrainingPhase(
-            id="after_forward", label=PHASE_LABELS["after_forward"], bytes=base + activations
+            id="after_forward",
+            label=PHASE_LABELS["after_forward"],
+            bytes=base + activations + root,
         ),
         TrainingPhase(id="backward_peak", label=PHASE_LABELS["backward_peak"], bytes=backward),
         TrainingPhase(

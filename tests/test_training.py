@@ -221,10 +221,15 @@ def test_ddp_buckets_and_bucket_view():
 def test_zero3_gathers_units():
     spec = preset("llama-3.1-8b")
     r = training_memory(spec, TrainingQuery(zero_stage=3, gpus=8, seq_len=128))
-    # The largest unit is the root (embedding 128256 x 4096, lm_head, final norm), bf16,
-    # gathered once and prefetched once.
-    root = 2 * 128_256 * 4096 + 4096
-    assert r.line("gathered_parameters").bytes == 2 * 2 * root
+    # The root unit (embedding 128256 x 4096, lm_head, final norm) stays gathered in bf16
+    # from forward to backward; one decoder layer is gathered and one prefetched.
+    assert r.line("gathered_root").bytes == 2 * (2 * 128_256 * 4096 + 4096)
+    # q and o 4096 x 4096, k and v 1024 x 4096, MLP 3 x 4096 x 14336, two norms
+    layer = 2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+    assert r.line("gathered_parameters").bytes == 2 * 2 * layer
+    # After forward the root is still gathered; the layers are resharded.
+    acts = r.per_gpu_bytes["activations"]
+    assert r.phase("after_forward") == r.phase("after_load") + acts + r.line("gathered_root").bytes
 
 
 def test_fit_against_card_and_largest_micro_batch():
