@@ -474,17 +474,18 @@ def layer_backward_transient(
 ) -> int:
     """Gradients of one layer's activations alive at once during its backward (estimate).
 
-    The MLP's backward holds the gradients of its two widest intermediates (gate and up,
-    or fc out alone) and the incoming gradient of the residual stream: (2 I + h) x a a
-    token, (I + h) x a for a plain MLP.
-    For MoE the routed width is k x I_e. An estimate of the working set, checked by the
-    probes (within a few per cent of the measured backward peak on CPU), not a count of
-    saved tensors.
+    A gated MLP's backward holds the gradient of one intermediate beside the incoming
+    gradient of the residual stream, T x (I + h) x a; a plain MLP frees its activation's
+    output before the activation's backward, T x (I / 2 + h) x a. For MoE the width is
+    k x I_e plus the shared experts. Fitted to the CPU tracker's backward peaks with
+    checkpointing (I from h to 8 h), where the layer stage is the step's peak; not a
+    count of saved tensors.
     """
     width = spec.intermediate_size
     if spec.moe is not None and any(layer.moe for layer in spec.layers):
         moe = spec.moe
         routed = moe.experts_per_token * moe.expert_intermediate_size
         width = max(width, routed + moe.shared_intermediate_size)
-    widest = 2 if spec.mlp == "gated" else 1  # gate and up, or fc out alone
-    return micro_batch * seq_len * (widest * width + spec.hidden_size) * st.act_bytes
+    if spec.mlp == "plain":
+        width //= 2
+    return micro_batch * seq_len * (width + spec.hidden_size) * st.act_bytes

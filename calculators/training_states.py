@@ -227,8 +227,9 @@ def step_temporary_bytes(
     foreach AdamW (torch/optim/adamw.py `_multi_tensor_adamw`, the default on CUDA):
       `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)` allocates one tensor per
       parameter, the whole group at once: trainable x state_bytes.
-    for-loop AdamW (`_single_tensor_adamw`): `denom` one parameter at a time:
-      largest_tensor x state_bytes.
+    for-loop AdamW (`_single_tensor_adamw`): `denom = (exp_avg_sq.sqrt() /
+      bias_correction2_sqrt).add_(eps)` one parameter at a time, the sqrt and the
+      quotient alive together: 2 x largest_tensor x state_bytes.
     fused AdamW (`_fused_adamw`) and bitsandbytes 8-bit: one kernel per tensor list,
       no full-size scratch: 0.
     Adafactor: the update `grad / sqrt(var_estimate)` per tensor, like the for-loop
@@ -238,4 +239,4 @@ def step_temporary_bytes(
     one_of("optimizer_impl", impl, ("foreach", "for-loop", "fused"))
     if opt.eight_bit or impl == "fused" or (opt.full_states < 2 and not opt.factored):
         return 0
-    return (trainable if impl == "foreach" else largest_tensor) * state_bytes
+    return (trainable if impl == "foreach" else 2 * largest_tensor) * state_bytes
