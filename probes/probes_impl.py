@@ -146,6 +146,8 @@ def body_train_step(args: argparse.Namespace, phases: Phases) -> dict[str, Any]:
     device = _device(args)
     if args.strategy != "single":
         return train_step_distributed(args, spec, config, s, phases)
+    if args.snapshot and not device.startswith("cuda"):
+        raise ValueError("--snapshot records the CUDA/ROCm allocator: it needs --device cuda")
     if args.snapshot and device.startswith("cuda"):
         from probes.memory import record_history
 

@@ -128,6 +128,10 @@ def run_step(
                 known = cats.parameters | cats.optimizer_states | persistent
                 cats.activations = {k for k in live if k not in known}
                 out["forward"].extra["activation_bytes"] = sum(live[k] for k in cats.activations)
+            else:  # the allocator: what forward added and kept (block rounding included)
+                out["forward"].extra["activation_bytes"] = (
+                    out["forward"].current_bytes - out["after_load"].current_bytes
+                )
             backend.start()
         phases.current = "backward"
         trainer.backward(loss)
@@ -143,6 +147,13 @@ def run_step(
         trainer.optimizer_step()
         if last:
             out["optimizer"] = backend.end("optimizer")
+            # model states by their tensors, on the device measured (AdamW's `step`
+            # counters live on the CPU unless fused or capturable)
+            dev = torch.device(device).type
+            on_device = [t for t in trainer.state_tensors() if t.device.type == dev]
+            out["optimizer"].extra["optimizer_state_bytes"] = storage_bytes(on_device)
+            tensors = [*model.parameters(), *model.buffers()]
+            out["optimizer"].extra["parameter_bytes"] = storage_bytes(tensors)
         cats.optimizer_states |= backend.ids(trainer.state_tensors())
     cats.activations -= cats.parameters | cats.gradients | cats.optimizer_states
     for m in out.values():
@@ -161,13 +172,15 @@ def measured_entries(ph: dict[str, PhaseMeasurement]) -> dict[str, int]:
     }
     m["peak"] = max(m["after_load"], ph["forward"].peak_bytes, *list(m.values())[2:])
     cat = ph["forward"].by_category
-    if cat:
-        # at the end of forward: what each category holds (the estimate's per_gpu_bytes)
-        m["parameters"] = cat["parameters"]
-        m["activations"] = ph["forward"].extra["activation_bytes"]
-        m["optimizer_states"] = cat["optimizer_states"]
-        # the model's gradients when backward ends (bf16-mixed's fp32 copies are step scratch)
-        m["gradients"] = ph["backward"].extra["gradient_bytes"]
+    # the estimate's per_gpu_bytes: model states by their tensors; on CPU the tracker's
+    # categories (which also count CPU-side `step` counters), on a GPU the device's tensors
+    m["parameters"] = cat["parameters"] if cat else ph["optimizer"].extra["parameter_bytes"]
+    m["optimizer_states"] = (
+        cat["optimizer_states"] if cat else ph["optimizer"].extra["optimizer_state_bytes"]
+    )
+    m["activations"] = ph["forward"].extra["activation_bytes"]
+    # the model's gradients when backward ends (bf16-mixed's fp32 copies are step scratch)
+    m["gradients"] = ph["backward"].extra["gradient_bytes"]
     return m
 
 

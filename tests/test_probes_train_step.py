@@ -161,3 +161,54 @@ def test_hf_train_step_measures_transformers_own_class(tmp_path) -> None:
     assert code == 0 and r and r["inputs"]["hf"] is True
     assert r["details"]["parameters_built"] == 426_624
     assert 0.9 < r["ratio"]["peak"] < 1.1
+
+
+class _AllocatorLike:
+    """The CUDA backend's interface (no categories, no storage ids) over the CPU tracker,
+    so that the GPU path of train-step runs here too."""
+
+    kind = "allocator-like"
+
+    def __init__(self) -> None:
+        from probes.memory import Categorizer, CPUBackend
+
+        self._cpu = CPUBackend()
+        self.categories = Categorizer()
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        self._cpu.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._cpu.__exit__(*exc)
+
+    def ids(self, tensors):  # type: ignore[no-untyped-def]
+        return set()
+
+    def start(self) -> None:
+        self._cpu.start()
+
+    def current(self) -> int:
+        return self._cpu.current()
+
+    def end(self, name: str):  # type: ignore[no-untyped-def]
+        return self._cpu.end(name)
+
+    def categorize(self, m) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def test_the_allocator_path_measures_model_states_from_tensors() -> None:
+    from probes.cli import Phases
+    from probes.setup import load_spec
+    from probes.train_step import StepSettings, train_step
+
+    spec, config = load_spec("tiny-llama", None)
+    with _AllocatorLike() as b:
+        out = train_step(
+            spec, config, StepSettings(seq_len=32), device="cpu", backend=b, phases=Phases()
+        )
+    m = out["measured"]
+    assert m["parameters"] == m["gradients"] == 426_624 * 4
+    assert m["optimizer_states"] == 2 * 426_624 * 4 + 21 * 4  # CPU `step` counters: device cpu
+    assert m["activations"] == m["after_forward"] - m["after_load"] > 0
