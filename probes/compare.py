@@ -32,39 +32,28 @@ COLUMNS = (
 
 
 def rows_of(reports: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One row per (report, figure), figures in estimate order then measured-only ones."""
+    """One row per (report, figure), figures in estimate order then measured-only ones;
+    a report without figures (an early failure) still gets one row with its status."""
     rows = []
     for path, r in reports:
         names = list(r["estimate"]) + [n for n in r["measured"] if n not in r["estimate"]]
-        device = r["environment"].get("device_name") or r["environment"].get("device")
-        for name in names:
+        env = r["environment"]
+        base = {
+            "report": os.path.basename(path),
+            "probe": r["probe"]["name"],
+            "model": r["inputs"].get("model", ""),
+            "device": env.get("device_name") or env.get("device") or "",
+            "status": r["status"],
+        }
+        for name in names or [None]:
             rows.append(
                 {
-                    "report": os.path.basename(path),
-                    "probe": r["probe"]["name"],
-                    "model": r["inputs"].get("model", ""),
-                    "device": device or "",
-                    "status": r["status"],
-                    "figure": name,
-                    "unit": r["units"].get(name, ""),
-                    "estimate": r["estimate"].get(name),
-                    "measured": r["measured"].get(name),
-                    "ratio": r["ratio"].get(name),
-                }
-            )
-        if not names:
-            rows.append(
-                {
-                    "report": os.path.basename(path),
-                    "probe": r["probe"]["name"],
-                    "model": r["inputs"].get("model", ""),
-                    "device": device or "",
-                    "status": r["status"],
-                    "figure": "",
-                    "unit": "",
-                    "estimate": None,
-                    "measured": None,
-                    "ratio": None,
+                    **base,
+                    "figure": name or "",
+                    "unit": r["units"].get(name, "") if name else "",
+                    "estimate": r["estimate"].get(name) if name else None,
+                    "measured": r["measured"].get(name) if name else None,
+                    "ratio": r["ratio"].get(name) if name else None,
                 }
             )
     return rows
