@@ -48,3 +48,12 @@ def test_cli_compare(tmp_path, capsys) -> None:
 def test_no_reports_is_an_error(tmp_path) -> None:
     with pytest.raises(ValueError, match="at least one report"):
         compare([], None)
+
+
+def test_a_report_stopped_early_keeps_a_row(tmp_path) -> None:
+    r = new_report("kv-cache", "1", ["python"])
+    r["inputs"] = {"model": "gemma-2-2b"}
+    path = str(tmp_path / "stopped.json")
+    write(finish(r, "interrupted", "interrupted (signal 15) in prefill"), path)
+    md = compare([path], None)
+    assert "| stopped.json | kv-cache | gemma-2-2b |" in md and "| interrupted |" in md
