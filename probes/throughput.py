@@ -37,21 +37,26 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def card_for(device_name: str, total_memory: int) -> str | None:
+    """The catalog id whose model token ("h100", "mi300x", "4090") is a word of the device
+    name, the closest in visible memory when several are (H100 SXM and PCIe look alike to
+    torch: pass --gpu to choose); None when no card matches."""
+    words = set(device_name.lower().replace("-", " ").split())
+    found = [g for g in GPUS if g.id.split("-")[-1 if g.id.startswith("rtx") else 0] in words]
+    if not found:
+        return None
+    return min(found, key=lambda g: abs(g.visible_bytes - total_memory)).id
+
+
 def detect_card(device: str, gpu: str | None) -> str | None:
-    """The catalog id: `--gpu`, else the card whose model token ("h100", "mi300x", "4090")
-    is a word of the device name, the closest in visible memory when several are (H100
-    SXM and PCIe look alike to torch: pass --gpu to choose)."""
+    """The catalog id: `--gpu`, else the card matching the CUDA/ROCm device."""
     if gpu is not None:
         return get_gpu(gpu).id
     if not device.startswith("cuda"):
         return None
     index = torch.device(device).index or 0
-    words = set(torch.cuda.get_device_name(index).lower().replace("-", " ").split())
-    total = torch.cuda.get_device_properties(index).total_memory
-    found = [g for g in GPUS if g.id.split("-")[-1 if g.id.startswith("rtx") else 0] in words]
-    if not found:
-        return None
-    return min(found, key=lambda g: abs(g.visible_bytes - total)).id
+    props = torch.cuda.get_device_properties(index)
+    return card_for(props.name, props.total_memory)
 
 
 def training_rate(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from probes.throughput import detect_card
+import pytest
+
+from probes.throughput import card_for, detect_card
 from tests.probes_helpers import run_probe
 
 
@@ -39,3 +41,21 @@ def test_cpu_rates_without_mfu(tmp_path) -> None:
 def test_card_detection() -> None:
     assert detect_card("cpu", None) is None
     assert detect_card("cpu", "h100-sxm") == "h100-sxm"
+
+
+@pytest.mark.parametrize(
+    ("name", "total", "card"),
+    [
+        ("NVIDIA H100 80GB HBM3", 85_045_477_376, "h100-sxm"),
+        ("NVIDIA A100-SXM4-80GB", 85_100_068_864, "a100-80gb"),
+        ("NVIDIA A100-SXM4-40GB", 42_298_834_944, "a100-40gb"),
+        ("NVIDIA H200", 150_109_945_856, "h200"),
+        ("NVIDIA GeForce RTX 4090", 25_386_352_640, "rtx-4090"),
+        ("NVIDIA L4", 23_570_219_008, "l4"),
+        ("NVIDIA L40S", 47_803_596_800, "l40s"),
+        ("AMD Instinct MI300X", 206_141_652_992, "mi300x"),
+        ("Tesla T4", 15_835_398_144, None),
+    ],
+)
+def test_card_from_the_device_name(name: str, total: int, card: str | None) -> None:
+    assert card_for(name, total) == card
