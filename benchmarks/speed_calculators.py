@@ -12,6 +12,7 @@ from calculators.kv_cache import max_context
 from calculators.params import parameter_counts
 from calculators.presets import load_preset
 from calculators.spec import ModelSpec
+from calculators.training import TrainingQuery, max_micro_batch, training_memory
 from calculators.weights import weight_bytes
 
 REPEATS = 7
@@ -35,6 +36,12 @@ def main() -> None:
             "max context in 40 GiB": lambda s=spec: max_context(s, free_bytes=40 * 2**30),
             "envelope, 8k x 4, all cards": lambda s=spec: memory_envelope(
                 s, EnvelopeQuery(context=8192, batch=4)
+            ),
+            "training step, LoRA 16, 4k": lambda s=spec: training_memory(
+                s, TrainingQuery(seq_len=4096, lora_rank=16)
+            ),
+            "training: largest micro-batch on h100": lambda s=spec: max_micro_batch(
+                s, TrainingQuery(seq_len=4096, zero_stage=3, gpus=8)
             ),
         }
         for name, fn in cases.items():

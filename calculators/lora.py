@@ -13,7 +13,8 @@ fused qkv_proj / gate_up_proj, c_fc / c_proj of GPT-2 and Phi-3, MLA's q_a_proj,
 q_b_proj, kv_a_proj_with_mqa and kv_b_proj. `all-linear` wraps every linear layer of
 the decoder layers but not lm_head, as peft's `target_modules="all-linear"` does
 (peft/tuners/tuners_utils.py, `_maybe_include_all_linear_layers`, which excludes the
-output layer).
+output layer); `all-attention` wraps every attention projection, whatever the model
+names them (the LoRA paper's choice, section 4.2 and 7.1).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from calculators.spec import ModelSpec
 from calculators.tensors import Tensor, model_tensors
 
 ALL_LINEAR = "all-linear"
+ALL_ATTENTION = "all-attention"
 _LAYER_CATEGORIES = ("attention", "mlp", "experts", "shared_experts")
 
 
@@ -59,15 +61,22 @@ def wrapped_tensors(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[Tensor, 
     if not targets:
         raise ValueError("lora_targets must name at least one module, got ()")
     names = linear_module_names(spec)
-    if ALL_LINEAR not in targets:
-        for target in targets:
-            if target not in names:
-                raise ValueError(
-                    f"lora_targets: {target!r} matches no linear layer of {spec.name}; "
-                    f"choose from {', '.join(names)} or {ALL_LINEAR}"
-                )
-    wanted = set(names) if ALL_LINEAR in targets else set(targets)
-    return tuple(t for t in model_tensors(spec) if _is_wrappable(t) and module_name(t) in wanted)
+    for target in targets:
+        if target not in (*names, ALL_LINEAR, ALL_ATTENTION):
+            raise ValueError(
+                f"lora_targets: {target!r} matches no linear layer of {spec.name}; "
+                f"choose from {', '.join(names)}, {ALL_ATTENTION} or {ALL_LINEAR}"
+            )
+    return tuple(
+        t
+        for t in model_tensors(spec)
+        if _is_wrappable(t)
+        and (
+            ALL_LINEAR in targets
+            or module_name(t) in targets
+            or (ALL_ATTENTION in targets and t.category == "attention")
+        )
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

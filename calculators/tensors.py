@@ -9,6 +9,7 @@ quantisation recipe can choose its format per role and per layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from typing import TYPE_CHECKING, Literal
 
@@ -117,6 +118,9 @@ class Tensor:
         return len(self.shape) >= 2
 
 
+# A spec is frozen and hashable, and its inventory is immutable: every calculator on a
+# page (and each bisection step of a search) reads the same tuple instead of rebuilding it.
+@lru_cache(maxsize=64)
 def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     """Every tensor the model stores, in state-dict order.
 

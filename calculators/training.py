@@ -44,8 +44,8 @@ from calculators.checks import non_negative_int, one_of, positive_int
 from calculators.formats import get_format
 from calculators.gpus import get_gpu
 from calculators.lora import (
+    ALL_ATTENTION,
     ALL_LINEAR,
-    linear_module_names,
     lora_parameters,
     module_name,
     wrapped_tensors,
@@ -77,7 +77,8 @@ PHASE_LABELS = {
     "backward_peak": "Peak during backward",
     "optimizer_step": "During the optimizer step",
 }
-DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+# Every attention projection, however the model names them (the LoRA paper, section 7.1).
+DEFAULT_LORA_TARGETS = (ALL_ATTENTION,)
 Runtime = Literal["cuda", "hip"]
 
 
@@ -362,6 +363,10 @@ def training_memory(
         st = _count_states(params, q)
     else:
         st = _spec_states(spec, q)
+    return _training_memory(spec, q, st)
+
+
+def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> TrainingMemory:
     pol, opt = get_precision(q.precision), get_optimizer(q.optimizer)
     n, z = q.gpus, q.zero_stage
     shard_note = f"/ {n} GPUs (ZeRO-{z})"
@@ -533,9 +538,7 @@ def _activation_settings(spec: ModelSpec, q: TrainingQuery) -> ActivationSetting
     targets = matrices = None
     if q.lora_rank is not None:
         wrapped = {module_name(t) for t in wrapped_tensors(spec, q.lora_targets)}
-        targets = frozenset(
-            wrapped if ALL_LINEAR not in q.lora_targets else linear_module_names(spec)
-        )
+        targets = frozenset(wrapped)
         matrices = len(wrapped)
     return ActivationSettings(
         act_bytes=pol.act_bytes,
@@ -650,15 +653,13 @@ def training_fit(
     total = peak + runtime context + framework overhead + fragmentation x peak.
     Either `gpu` (a catalog id) or, with gpu=None, `visible_bytes` and `runtime`.
     """
-    if gpu is not None:
-        card = get_gpu(gpu)
-        visible, runtime = card.visible_bytes, card.runtime
-    else:
-        positive_int("visible_bytes", visible_bytes)
-        assert visible_bytes is not None
-        one_of("runtime", runtime, ("cuda", "hip"))
-        visible = visible_bytes
+    visible, runtime = _card(gpu, visible_bytes, runtime)
     memory = training_memory(spec, query, params=params)
+    return _fit(memory, visible, runtime)
+
+
+def _fit(memory: TrainingMemory, visible: int, runtime: Runtime) -> TrainingFit:
+    query = memory.query
     reserves = reserve_lines(
         runtime, memory.peak_bytes, query.reserves, demand_label="the step's peak"
     )
@@ -670,6 +671,17 @@ def training_fit(
         visible_bytes=visible,
         headroom_bytes=visible - total,
     )
+
+
+def _card(gpu: str | None, visible_bytes: int | None, runtime: Runtime) -> tuple[int, Runtime]:
+    """Visible bytes and runtime of a catalog card, or of the card the caller describes."""
+    if gpu is not None:
+        card = get_gpu(gpu)
+        return card.visible_bytes, card.runtime
+    positive_int("visible_bytes", visible_bytes)
+    assert visible_bytes is not None
+    one_of("runtime", runtime, ("cuda", "hip"))
+    return visible_bytes, runtime
 
 
 MAX_MICRO_BATCH = 1 << 16
@@ -690,9 +702,12 @@ def max_micro_batch(
     (activations are linear in it, model states constant), so bisection is exact.
     """
 
+    visible, runtime = _card(gpu, visible_bytes, runtime)
+    states = _spec_states(spec, query)  # model states do not depend on the micro-batch
+
     def fits(mb: int) -> bool:
         q = replace(query, micro_batch=mb)
-        return training_fit(spec, q, gpu=gpu, visible_bytes=visible_bytes, runtime=runtime).fits
+        return _fit(_training_memory(spec, q, states), visible, runtime).fits
 
     if not fits(1):
         return 0
@@ -706,6 +721,7 @@ def max_micro_batch(
 
 
 __all__ = [
+    "ALL_ATTENTION",
     "ALL_LINEAR",
     "DEFAULT_LORA_TARGETS",
     "PHASES",

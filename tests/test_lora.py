@@ -52,3 +52,13 @@ def test_unknown_target_lists_the_choices():
         lora_parameters(spec("gpt2"), 4, ("c_attn",))
     with pytest.raises(ValueError, match="lora_rank must be a positive integer, got 0"):
         lora_parameters(spec("gpt2"), 0, ("c_fc",))
+
+
+def test_all_attention_names_each_models_projections():
+    llama = spec("llama-3.1-8b")
+    four = lora_parameters(llama, 16, ("q_proj", "k_proj", "v_proj", "o_proj")).trainable
+    assert lora_parameters(llama, 16, ("all-attention",)).trainable == four
+    # DeepSeek's MLA has no q/k/v_proj: q_a, q_b, kv_a and kv_b and o are its projections.
+    ds = spec("deepseek-v2-lite")  # q_proj (no q LoRA), kv_a 576 x 2048, kv_b 4096 x 512
+    per_layer = 16 * ((2048 + 3072) + (2048 + 576) + (512 + 4096) + (2048 + 2048))
+    assert lora_parameters(ds, 16, ("all-attention",)).trainable == 27 * per_layer
