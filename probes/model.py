@@ -337,9 +337,25 @@ class Experts(nn.Module):
             if w.device.type != "meta":
                 nn.init.normal_(w, std=0.02)
 
+    def add_lora(self, name: str, rank: int) -> None:
+        """LoRA on every expert's `name` projection: A (E, r, in), B (E, out, r) zeros."""
+        w = getattr(self, name)
+        w.requires_grad_(False)
+        n, out_f, in_f = w.shape
+        a = torch.empty(n, rank, in_f, device=w.device, dtype=w.dtype)
+        for i in range(n):
+            nn.init.kaiming_uniform_(a[i], a=math.sqrt(5))
+        self.register_parameter(name + "_lora_A", nn.Parameter(a))
+        b = torch.zeros(n, out_f, rank, device=w.device, dtype=w.dtype)
+        self.register_parameter(name + "_lora_B", nn.Parameter(b))
+
     def _lin(self, name: str, e: int, x: torch.Tensor) -> torch.Tensor:
         bias = getattr(self, name + "_bias", None)
-        return F.linear(x, getattr(self, name)[e], None if bias is None else bias[e])
+        y = F.linear(x, getattr(self, name)[e], None if bias is None else bias[e])
+        lora_a = getattr(self, name + "_lora_A", None)
+        if lora_a is not None:
+            y = y + F.linear(F.linear(x, lora_a[e]), getattr(self, name + "_lora_B")[e])
+        return y
 
     def expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
         if self.plain:

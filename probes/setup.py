@@ -104,12 +104,20 @@ def apply_lora(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
     """Freeze everything, wrap the nn.Linear modules named in `targets`; returns trainable.
 
     `all-linear` wraps every linear of the decoder layers (not lm_head, not the MoE
-    router), as peft does. Stacked experts are not wrapped by this implementation.
+    router), as peft does; stacked experts get one adapter per expert.
     """
+    from probes.model import Experts
+
     for p in model.parameters():
         p.requires_grad_(False)
     wrapped = 0
     for name, module in list(model.named_modules()):
+        if isinstance(module, Experts):  # peft matches expert projections by name too
+            for proj in module.names:
+                if "all-linear" in targets or proj in targets:
+                    module.add_lora(proj, rank)
+                    wrapped += 1
+            continue
         if not isinstance(module, nn.Linear) or ".layers." not in f".{name}":
             continue
         leaf = name.rsplit(".", 1)[-1]

@@ -23,6 +23,8 @@ HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
         (("all-linear",), "tiny-qwen3"),
         (("qkv_proj", "gate_up_proj"), "tiny-phi3"),
         (("q_a_proj", "kv_b_proj"), "tiny-deepseek-v3"),
+        (("gate_proj", "down_proj"), "tiny-mixtral"),
+        (("all-linear",), "tiny-qwen2-moe"),
     ],
 )
 def test_lora_trains_what_the_calculators_count(targets: tuple[str, ...], config: str) -> None:
