@@ -36,6 +36,17 @@ MATRIX: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("deepseek-v3-fp32", "tiny-deepseek-v3", ()),
     ("gpt2-sgd-momentum", "tiny-gpt2", ("--optimizer", "sgd-momentum")),
     ("phi3-for-loop", "tiny-phi3", ("--optimizer-impl", "for-loop")),
+    ("llama-amp-bf16-ckpt", "tiny-llama", ("--precision", "amp-bf16", "--checkpointing", "full")),
+    (
+        "llama-eager-selective",
+        "tiny-llama",
+        ("--attention", "eager", "--checkpointing", "selective"),
+    ),
+    (
+        "mixtral-lora4-experts",
+        "tiny-mixtral",
+        ("--lora-rank", "4", "--lora-targets", "gate_proj,up_proj,down_proj"),
+    ),
 )
 STEP = ("--micro-batch", "4", "--seq-len", "128", "--device", "cpu")
 PHASES = ("after_load", "after_forward", "backward_peak", "optimizer_step", "peak")
