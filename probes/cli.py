@@ -81,7 +81,9 @@ def _step_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attention", default="sdpa", help="sdpa|eager")
     p.add_argument("--lora-rank", type=int, help="LoRA rank (default: full fine-tuning)")
     p.add_argument(
-        "--lora-targets", default="q_proj,k_proj,v_proj,o_proj", help="module names or all-linear"
+        "--lora-targets",
+        default="all-attention",
+        help="module names, all-attention or all-linear",
     )
     p.add_argument("--steps", type=int, default=2, help="steps; the last is measured (>= 2)")
     p.add_argument("--memory-limit", type=int, metavar="BYTES", help="OOM above this many bytes")

@@ -104,7 +104,8 @@ def apply_lora(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
     """Freeze everything, wrap the nn.Linear modules named in `targets`; returns trainable.
 
     `all-linear` wraps every linear of the decoder layers (not lm_head, not the MoE
-    router), as peft does; stacked experts get one adapter per expert.
+    router), as peft does; `all-attention` every attention projection (the calculators'
+    default); stacked experts get one adapter per expert.
     """
     from probes.model import Experts
 
@@ -123,7 +124,8 @@ def apply_lora(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
         leaf = name.rsplit(".", 1)[-1]
         if leaf == "gate" or leaf == "shared_expert_gate":
             continue
-        if "all-linear" in targets or leaf in targets:
+        attention = ".self_attn." in f".{name}."
+        if "all-linear" in targets or leaf in targets or ("all-attention" in targets and attention):
             parent = model.get_submodule(name.rsplit(".", 1)[0])
             setattr(parent, leaf, LoRALinear(module, rank))
             wrapped += 1

@@ -42,7 +42,7 @@ class StepSettings:
     checkpointing: str = "none"
     attention: str = "sdpa"
     lora_rank: int | None = None
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    lora_targets: tuple[str, ...] = ("all-attention",)  # calculators.training's default
     steps: int = 2
     seed: int = 0
 

@@ -25,6 +25,8 @@ HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
         (("q_a_proj", "kv_b_proj"), "tiny-deepseek-v3"),
         (("gate_proj", "down_proj"), "tiny-mixtral"),
         (("all-linear",), "tiny-qwen2-moe"),
+        (("all-attention",), "tiny-deepseek-v3"),
+        (("all-attention",), "tiny-phi3"),
     ],
 )
 def test_lora_trains_what_the_calculators_count(targets: tuple[str, ...], config: str) -> None:
