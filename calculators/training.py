@@ -15,7 +15,7 @@ steps):
                                           gradients + its transient
                     (memory is linear in the layer index between the two ends, so the
                     maximum over layers is at one of them)
-  optimizer_step  = after_load + gradients (+ their fp32 copies for an fp32 master)
+  optimizer_step  = after_load + gradients (cast to fp32 for an fp32 master)
                     + the step's temporaries
   peak            = the largest phase
 
@@ -225,6 +225,8 @@ class _States:
     bottom_grad_bytes: int  # allocated when the first layer's backward peaks
     dequant_bytes: int  # a quantised base matrix dequantised to 16-bit for its matmul
     matmul_parameters: int  # weights matmuls read (autocast casts a copy of each)
+    head_matmul_parameters: int  # lm_head's (outside the checkpointed layers)
+    layer_matmul_parameters: int  # the largest layer's
     notes: tuple[str, ...]
 
 
@@ -243,6 +245,11 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
     )
     if spec.tie_word_embeddings:
         matmul += spec.vocab_size * spec.hidden_size  # the tied embedding is lm_head too
+    head_matmul = spec.vocab_size * spec.hidden_size  # lm_head, or the tied embedding
+    layer_matmul = max(
+        sum(t.parameters for t in tensors if t.layer == i and t.is_matrix)
+        for i in range(spec.num_layers)
+    )
     notes = []
     if spec.mtp_layers:
         notes.append("MTP modules are not trained here (main model only)")
@@ -287,8 +294,8 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
             f"LoRA rank {q.lora_rank} on {', '.join(q.lora_targets)}: frozen base in {base_id}"
             + (", one matrix dequantised to bf16 at a time" if dequant else "")
         )
-        if quantised:
-            matmul = 0  # 4-bit matmuls dequantise themselves; autocast has no weight to cast
+        if quantised:  # 4-bit matmuls dequantise themselves; autocast has no weight to cast
+            matmul = layer_matmul = 0
     return _States(
         total=total,
         trainable=trainable,
@@ -304,6 +311,8 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
         bottom_grad_bytes=bottom * pol.grad_bytes,
         dequant_bytes=dequant,
         matmul_parameters=matmul,
+        head_matmul_parameters=min(head_matmul, matmul),
+        layer_matmul_parameters=layer_matmul,
         notes=tuple(notes),
     )
 
@@ -336,6 +345,8 @@ def _count_states(params: int, q: TrainingQuery) -> _States:
         bottom_grad_bytes=params * pol.grad_bytes,
         dequant_bytes=0,
         matmul_parameters=0,
+        head_matmul_parameters=0,
+        layer_matmul_parameters=0,
         notes=tuple(notes),
     )
 
@@ -382,8 +393,8 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
     root = st.root_param_bytes if sharded else 0
     gathered = (1 + q.prefetch) * st.unit_param_bytes if sharded else 0
     unsharded_grads = st.unit_grad_bytes if z >= 2 and n > 1 else 0
-    # With an fp32 master the step reads fp32 gradients cast from the 16-bit ones, which
-    # stay until the step ends (DeepSpeed's BF16_Optimizer keeps both; measured so on CPU).
+    # With an fp32 master the step reads fp32 gradients: each 16-bit gradient is cast and
+    # freed (Apex O2 / torch.amp-style master weights; measured so on CPU).
     master_grads = _shard(st.trainable * pol.master_bytes, z >= 2, n)
     temporaries = step_temporary_bytes(
         opt,
@@ -467,7 +478,7 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
             id="master_gradients",
             label="fp32 gradients of the master copy (optimizer step)",
             bytes=master_grads,
-            basis="each 16-bit gradient cast to fp32 for the step, beside the 16-bit one"
+            basis="each 16-bit gradient cast to fp32 for the step, the 16-bit one freed"
             + (f" {shard_note}" if z >= 2 and n > 1 else ""),
             source="mixed-precision practice: Micikevicius et al. 2018 (arXiv:1710.03740) "
             "section 3.1; DeepSpeed and Megatron keep fp32 gradients for the fp32 master",
@@ -507,7 +518,7 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
         TrainingPhase(
             id="optimizer_step",
             label=PHASE_LABELS["optimizer_step"],
-            bytes=base + grads_all + master_grads + temporaries,
+            bytes=base + (master_grads or grads_all) + temporaries,
         ),
     )
     peak = max(phases, key=lambda p: p.bytes)
@@ -576,10 +587,16 @@ def _activation_lines(
     ]
     full = [layer_bytes(spec, layer, b, s, settings) for layer in spec.layers]
     outside = outside_layers_bytes(spec, b, s, settings)
-    copies = st.matmul_parameters * pol.act_bytes if pol.autocast_copies else 0
+    copied = st.matmul_parameters
     transient = layer_backward_transient(spec, b, s, settings) + st.dequant_bytes
-    # a recomputed layer saves its input again only as the checkpoint's own copy
-    recompute = max(full) - t * spec.hidden_size * settings.residual_bytes if ckpt == "full" else 0
+    recompute = 0
+    if ckpt == "full":
+        # a recomputed layer saves its input again only as the checkpoint's own copy; its
+        # autocast weight copies die with its forward and come back with the recompute
+        copied = st.head_matmul_parameters
+        recompute = max(full) - t * spec.hidden_size * settings.residual_bytes
+        recompute += st.layer_matmul_parameters * pol.act_bytes if pol.autocast_copies else 0
+    copies = copied * pol.act_bytes if pol.autocast_copies else 0
     label = {"none": "no checkpointing", "full": "full checkpointing: layer inputs only"}.get(
         ckpt, "selective checkpointing: attention scores recomputed"
     )
@@ -610,7 +627,8 @@ def _activation_lines(
             id="autocast_weight_copies",
             label="Autocast 16-bit weight copies",
             bytes=copies,
-            basis=f"{st.matmul_parameters:,} matmul weights x {pol.act_bytes} bytes",
+            basis=f"{copied:,} matmul weights x {pol.act_bytes} bytes"
+            + (" (lm_head; the layers' copies are recomputed)" if ckpt == "full" else ""),
             source="torch.amp.autocast weight cast cache; each matmul saves its casted weight",
         ),
     ]

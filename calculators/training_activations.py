@@ -432,9 +432,14 @@ def kept_layer_bytes(
     terms = layer_terms(
         spec, layer, micro_batch, seq_len, st, input_requires_grad=input_requires_grad
     )
-    if checkpointing == "selective":
-        terms = tuple(t for t in terms if t.id != "scores")
-    return sum(t.bytes for t in terms)
+    kept = sum(t.bytes for t in terms)
+    if checkpointing == "selective" and st.attention == "eager":
+        # the recomputed core starts from q and the unrepeated k and v (K heads)
+        kept -= next(t.bytes for t in terms if t.id == "scores")
+        if layer.attention != "mla":
+            t_ = micro_batch * seq_len
+            kept -= t_ * 2 * (spec.num_heads - spec.num_kv_heads) * spec.head_dim * st.act_bytes
+    return kept
 
 
 def rope_dim(spec: ModelSpec) -> int:
