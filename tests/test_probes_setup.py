@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
@@ -75,8 +76,9 @@ def test_hf_classes_match_the_calculators(config: str) -> None:
     assert n + extra == parameter_counts(spec).total
 
 
-@pytest.mark.skipif(HAS_TRANSFORMERS, reason="checks the message without transformers")
-def test_hf_without_transformers_is_a_usage_error() -> None:
+def test_hf_without_transformers_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A None entry in sys.modules makes `import transformers` fail as if it were absent.
+    monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(ValueError, match="--hf needs transformers installed"):
         build_hf(
             {}, device="cpu", dtype=torch.float32, attention="sdpa", checkpointing="none", seed=0
