@@ -668,11 +668,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m calculators", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def model_args(p: argparse.ArgumentParser) -> None:
+    def model_args(p: argparse.ArgumentParser, *, params: bool = False) -> None:
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
         src.add_argument("--model", metavar="PRESET", help="a shipped preset (see `presets`)")
+        if params:
+            src.add_argument("--params", type=int, help="parameter count only: no shapes")
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    def card_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
+        p.add_argument("--memory-gib", type=float, help="visible memory of a card not listed")
+        p.add_argument("--runtime", default="cuda", help="cuda or hip, with --memory-gib")
+        p.add_argument(
+            "--reserve",
+            action="append",
+            default=[],
+            metavar="ID=VALUE",
+            help="override a reserve line, e.g. runtime_context=536870912",
+        )
 
     def kv_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--context", type=int, required=True, help="tokens per sequence")
@@ -706,27 +720,15 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(p)
     format_args(p)
     kv_args(p)
-    p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
-    p.add_argument("--memory-gib", type=float, help="visible memory of a card not listed")
-    p.add_argument("--runtime", default="cuda", help="cuda or hip, with --memory-gib")
+    card_args(p)
     p.add_argument("--prefill-chunk", type=int, help="tokens per prefill step if chunked")
     p.add_argument("--attention", default="sdpa", help="sdpa (flash) or eager")
     p.add_argument("--include-mtp", action="store_true", help="load MTP modules too")
-    p.add_argument(
-        "--reserve",
-        action="append",
-        default=[],
-        metavar="ID=VALUE",
-        help="override a reserve line, e.g. runtime_context=536870912",
-    )
     p.set_defaults(run=cmd_envelope)
 
     p = sub.add_parser("training", help="training-step memory per GPU, phase by phase")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
-    src.add_argument("--model", metavar="PRESET", help="a shipped preset (see `presets`)")
-    src.add_argument("--params", type=int, help="parameter count only: model states, no shape")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    model_args(p, params=True)
+    card_args(p)
     p.add_argument("--micro-batch", type=int, default=1, help="sequences per GPU per step")
     p.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence")
     p.add_argument(
@@ -744,7 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lora-targets",
         default=",".join(DEFAULT_LORA_TARGETS),
-        help="comma-separated module names, or all-linear",
+        help="comma-separated module names, all-attention or all-linear",
     )
     p.add_argument("--base-format", help="frozen base format under LoRA, e.g. nf4-dq (QLoRA)")
     p.add_argument("--zero", type=int, help="ZeRO stage 0-3 (default 0: DDP when --gpus > 1)")
@@ -754,16 +756,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
     p.add_argument("--ddp-bucket-view", action="store_true", help="DDP gradient_as_bucket_view")
     p.add_argument("--prefetch", type=int, default=1, help="ZeRO-3/FSDP units gathered ahead")
-    p.add_argument("--gpu", default="h100-sxm", help="catalog card (see `gpus`)")
-    p.add_argument("--memory-gib", type=float, help="visible memory of a card not listed")
-    p.add_argument("--runtime", default="cuda", help="cuda or hip, with --memory-gib")
-    p.add_argument(
-        "--reserve",
-        action="append",
-        default=[],
-        metavar="ID=VALUE",
-        help="override a reserve line, e.g. allocator_fragmentation=0.02",
-    )
     p.set_defaults(run=cmd_training)
 
     p = sub.add_parser("throughput", help="training time at an MFU, decode/prefill bounds")
