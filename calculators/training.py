@@ -8,11 +8,13 @@ steps):
   after_forward   = after_load + activations kept for backward
   backward_peak   = max over three moments of backward:
                       at the loss:        + loss_backward (two fp32 logits-sized tensors)
-                      at the last layer:  logits and loss freed, + gradients of lm_head,
-                                          final norm and that layer, + its transient
-                                          (+ the layer recomputed, with checkpointing)
-                      at the first layer: only that layer's activations left, + all
-                                          gradients + its transient
+                      at the last layer:  the loss's log-softmax freed, + gradients of
+                                          lm_head, final norm and that layer's MLP,
+                                          + its transient (+ the layer recomputed, with
+                                          checkpointing)
+                      at the first layer: only that layer's activations left, + every
+                                          gradient but the embedding's and that
+                                          layer's attention, + its transient
                     (memory is linear in the layer index between the two ends, so the
                     maximum over layers is at one of them)
   optimizer_step  = after_load + gradients (cast to fp32 for an fp32 master)
@@ -24,7 +26,9 @@ Table 1; FSDP is ZeRO-3 when FULL_SHARD and ZeRO-2 when SHARD_GRAD_OP, Zhao et a
 arXiv:2304.11277, section 3) divides per GPU, for N GPUs:
   stage 1: optimizer states (and the fp32 master) / N
   stage 2: + gradients / N, with one unit's unsharded gradients alive during backward
-  stage 3: + parameters / N, with (1 + prefetch) units gathered in forward and backward
+  stage 3: + parameters / N, with (1 + prefetch) layer units gathered in forward and
+           backward, and the root unit (embeddings, final norm, lm_head) gathered from
+           forward to the end of backward (FSDP2 does not reshard the root after forward)
 Stage 0 with N > 1 is DDP: a full replica, plus gradient buckets the size of all
 gradients unless `gradient_as_bucket_view=True` (PyTorch DDP docs: "the saved memory
 size will be equal to the total gradients size"). Activations are per GPU and do not
