@@ -165,6 +165,30 @@ _GPU = Field(
     help="A card from the catalog (Reference: GPUs).",
 )
 
+# A catalog card, or one given by the memory torch reports and its runtime (the CLI's
+# --gpu, --memory-gib and --runtime), for every calculator that gives a card verdict.
+_CARD = (
+    _GPU,
+    Field(
+        name="memory_gib",
+        label="Visible memory (card not listed)",
+        kind="float",
+        optional=True,
+        unit="GiB",
+        minimum=0,
+        maximum=100_000,
+        help="Instead of a catalog card: the memory torch reports as total.",
+    ),
+    Field(
+        name="runtime",
+        label="Runtime (with visible memory)",
+        kind="choice",
+        default="cuda",
+        choices=("cuda", "hip"),
+        help="Which runtime's reserves apply to a card given by its memory.",
+    ),
+)
+
 CALCULATORS: dict[str, Calculator] = {
     c.name: c
     for c in (
@@ -209,25 +233,7 @@ CALCULATORS: dict[str, Calculator] = {
                 _CONTEXT,
                 _BATCH,
                 *_KV,
-                _GPU,
-                Field(
-                    name="memory_gib",
-                    label="Visible memory (card not listed)",
-                    kind="float",
-                    optional=True,
-                    unit="GiB",
-                    minimum=0,
-                    maximum=100_000,
-                    help="Instead of a catalog card: the memory torch reports as total.",
-                ),
-                Field(
-                    name="runtime",
-                    label="Runtime (with visible memory)",
-                    kind="choice",
-                    default="cuda",
-                    choices=("cuda", "hip"),
-                    help="Which runtime's reserves apply to a card given by its memory.",
-                ),
+                *_CARD,
                 Field(
                     name="prefill_chunk",
                     label="Prefill chunk",
@@ -373,17 +379,7 @@ CALCULATORS: dict[str, Calculator] = {
                     maximum=1_000_000,
                     help="GPUs the states are sharded over (ZeRO) or replicated on (DDP).",
                 ),
-                _GPU,
-                Field(
-                    name="memory_gib",
-                    label="Visible memory (card not listed)",
-                    kind="float",
-                    optional=True,
-                    unit="GiB",
-                    minimum=0,
-                    maximum=100_000,
-                    help="Instead of a catalog card: the memory torch reports as total.",
-                ),
+                *_CARD,
             ),
         ),
         Calculator(
