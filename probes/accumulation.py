@@ -31,6 +31,7 @@ import torch
 
 from calculators.batch import mean_of_means_bias
 from calculators.spec import ModelSpec
+from probes.distributed import end_process_group
 from probes.model import build_model
 from probes.train_step import Phases
 
@@ -214,10 +215,12 @@ def _ddp(
                 )
                 (loss * world / n).backward()
         distributed = _grad(model)
+        del ddp
         single = build_model(spec, device=device, dtype=dtype, seed=args.seed)
         g = gradients(single, every)
+        dist.barrier()
     finally:
-        dist.destroy_process_group()
+        end_process_group()
     g["token_mean"] = distributed
     out = _sections(args, spec, device, g, world)
     out["details"]["method"] = (

@@ -12,6 +12,7 @@ zero_stage 0 (ddp) or 3 (fsdp) and gpus = world size.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 from typing import Any
 
@@ -45,6 +46,20 @@ def _wrapper(strategy: str, device: str):  # type: ignore[no-untyped-def]
         return model
 
     return shard
+
+
+def end_process_group() -> None:
+    """Tear the group down so that no rank aborts on exit (call it in `finally`).
+
+    The DDP/FSDP wrappers, which hold the group, are collected first: left in reference
+    cycles they are destroyed at interpreter exit, after the group, and gloo aborts the
+    process ("terminate called without an active exception", 1 run in 10 on CPU).
+    Callers end their successful path with `dist.barrier()`, so that no rank tears
+    gloo down while a peer still runs a collective; a failed path skips it rather than
+    wait on a peer that is gone.
+    """
+    gc.collect()
+    dist.destroy_process_group()
 
 
 def train_step_distributed(
@@ -91,8 +106,9 @@ def train_step_distributed(
             )
         ranks: list[Any] = [None] * world
         dist.all_gather_object(ranks, out["measured"])
+        dist.barrier()
     finally:
-        dist.destroy_process_group()
+        end_process_group()
     est = estimate(spec, s, zero_stage=STRATEGIES[args.strategy], gpus=world)
     measured = {k: max(r[k] for r in ranks) for k in ranks[0]}
     out["measured"] = measured

@@ -18,6 +18,7 @@ estimate's `per_gpu_bytes`.
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,9 +26,10 @@ from typing import Any
 import torch
 
 from calculators.spec import ModelSpec
+from calculators.training import DEFAULT_LORA_TARGETS, TrainingQuery, training_memory
 from probes.cli import Phases
 from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement, storage_bytes
-from probes.setup import Trainer, apply_lora, batches, build
+from probes.setup import Trainer, apply_lora, batches, build, policy
 
 VERSION = "1"
 
@@ -42,46 +44,39 @@ class StepSettings:
     checkpointing: str = "none"
     attention: str = "sdpa"
     lora_rank: int | None = None
-    lora_targets: tuple[str, ...] = ("all-attention",)  # calculators.training's default
+    lora_targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
     steps: int = 2
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("micro_batch", "seq_len", "steps"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if self.steps < 2:
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 2:
             raise ValueError(
                 f"steps must be at least 2 (the optimizer state exists from step 2), "
-                f"got {self.steps}"
+                f"got {self.steps!r}"
             )
-        if self.lora_rank is not None and (
-            isinstance(self.lora_rank, bool)
-            or not isinstance(self.lora_rank, int)
-            or self.lora_rank < 1
-        ):
-            raise ValueError(f"lora_rank must be a positive integer, got {self.lora_rank!r}")
+        policy(self.precision)  # names the policies this probe can run
+        self.query()  # the calculators' own checks name any other bad shared field
+
+    def query(self, *, zero_stage: int = 0, gpus: int = 1) -> TrainingQuery:
+        """The same step as the calculators describe it."""
+        return TrainingQuery(
+            micro_batch=self.micro_batch,
+            seq_len=self.seq_len,
+            precision=self.precision,
+            optimizer=self.optimizer,
+            optimizer_impl=self.optimizer_impl,
+            checkpointing=self.checkpointing,
+            attention=self.attention,
+            lora_rank=self.lora_rank,
+            lora_targets=self.lora_targets,
+            zero_stage=zero_stage,
+            gpus=gpus,
+        )
 
 
 def estimate(spec: ModelSpec, s: StepSettings, *, zero_stage: int = 0, gpus: int = 1):  # type: ignore[no-untyped-def]
-    """The calculators' `training_memory` for the same step (None if not importable)."""
-    from calculators.training import TrainingQuery, training_memory
-
-    q = TrainingQuery(
-        micro_batch=s.micro_batch,
-        seq_len=s.seq_len,
-        precision=s.precision,
-        optimizer=s.optimizer,
-        optimizer_impl=s.optimizer_impl,
-        checkpointing=s.checkpointing,
-        attention=s.attention,
-        lora_rank=s.lora_rank,
-        lora_targets=s.lora_targets,
-        zero_stage=zero_stage,
-        gpus=gpus,
-    )
-    return training_memory(spec, q)
+    """The calculators' `training_memory` for the same step."""
+    return training_memory(spec, s.query(zero_stage=zero_stage, gpus=gpus))
 
 
 def estimate_entries(r: Any) -> dict[str, int]:
@@ -122,6 +117,9 @@ def run_step(
         phases.current = "forward"
         loss = trainer.forward(ids, labels)
         if last:
+            # FSDP's freed all-gather buffers can sit in reference cycles until the cyclic
+            # collector runs: collect now, or what is alive depends on its timing
+            gc.collect()
             out["forward"] = backend.end("forward")
             if isinstance(backend, CPUBackend):
                 live = backend.tracker.snapshot()
