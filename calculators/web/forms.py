@@ -165,6 +165,14 @@ _GPU = Field(
     help="A card from the catalog (Reference: GPUs).",
 )
 
+_ATTENTION = Field(
+    name="attention",
+    label="Attention kernel",
+    kind="choice",
+    default="sdpa",
+    choices=("sdpa", "eager"),
+    help="sdpa (flash) does not keep the score matrix; eager does.",
+)
 # A catalog card, or one given by the memory torch reports and its runtime (the CLI's
 # --gpu, --memory-gib and --runtime), for every calculator that gives a card verdict.
 _CARD = (
@@ -244,14 +252,7 @@ CALCULATORS: dict[str, Calculator] = {
                     maximum=10_000_000,
                     help="Tokens per prefill step when the prompt is chunked; empty: whole.",
                 ),
-                Field(
-                    name="attention",
-                    label="Attention kernel",
-                    kind="choice",
-                    default="sdpa",
-                    choices=("sdpa", "eager"),
-                    help="sdpa (flash) does not hold the score matrix; eager does.",
-                ),
+                _ATTENTION,
                 Field(
                     name="include_mtp",
                     label="Load MTP modules",
@@ -321,14 +322,7 @@ CALCULATORS: dict[str, Calculator] = {
                     choices=("none", "full", "selective"),
                     help="Recompute activations in backward instead of keeping them.",
                 ),
-                Field(
-                    name="attention",
-                    label="Attention kernel",
-                    kind="choice",
-                    default="sdpa",
-                    choices=("sdpa", "eager"),
-                    help="sdpa (flash) does not keep the score matrix; eager does.",
-                ),
+                _ATTENTION,
                 Field(
                     name="dropout",
                     label="Dropout on",
