@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from contextlib import redirect_stdout
@@ -10,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.cli import main
-from calculators.web import CALCULATORS, FieldError, compute
-from calculators.web.compute import argv_for, calculator, clean
+from calculators.cli import build_parser, main
+from calculators.commands import COMMANDS, DEFAULTS
+from calculators.web import CALCULATORS, Field, FieldError, compute
+from calculators.web.compute import args_for, argv_for, calculator, clean
 
 
 def cli_json(argv: list[str]) -> object:
@@ -92,3 +94,79 @@ def test_kv_cache_total_scales_with_batch(context: int, batch: int) -> None:
     one = compute("kv-cache", {"model": "qwen3-8b", "context": context, "batch": 1})
     many = compute("kv-cache", {"model": "qwen3-8b", "context": context, "batch": batch})
     assert many["total_bytes"] == batch * one["total_bytes"]
+
+
+def _subparser(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sub.choices[command]  # type: ignore[index]
+
+
+def _parsed(argv: list[str]) -> dict[str, object]:
+    args = vars(build_parser().parse_args(argv))
+    assert args.pop("run") is COMMANDS[args.pop("command")]
+    return args
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_defaults_table_lists_every_flag_of_the_parser(command: str) -> None:
+    dests = {a.dest for a in _subparser(command)._actions if a.dest != "help"}
+    assert dests == set(DEFAULTS[command])
+
+
+def _value(f: Field) -> st.SearchStrategy[object]:
+    """Valid form values for field `f`, as the page sends them (strings) or typed."""
+    if f.kind == "int":
+        return st.integers(int(f.minimum or 0), int(min(f.maximum or 10**6, 10**9))).map(str)
+    if f.kind == "float":
+        lo, hi = float(f.minimum or 0), float(min(f.maximum or 1e6, 1e9))
+        return st.floats(lo, hi, allow_nan=False).map(repr)
+    if f.kind == "choice":
+        return st.sampled_from(f.choices)
+    if f.kind == "bool":
+        return st.booleans()
+    words = st.text("abcxyz_,.:=0123456789", min_size=1, max_size=12)
+    if f.kind == "lines":
+        return st.lists(words, max_size=3).map("\n".join)
+    return words
+
+
+@st.composite
+def _form_inputs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
+    name = draw(st.sampled_from(sorted(CALCULATORS)))
+    inputs = {}
+    for f in CALCULATORS[name].fields:
+        if draw(st.booleans()):
+            inputs[f.name] = draw(_value(f))
+    return name, inputs
+
+
+@given(_form_inputs())
+def test_args_equal_what_the_cli_parses_from_the_same_command_line(
+    case: tuple[str, dict[str, object]],
+) -> None:
+    name, inputs = case
+    calc = calculator(name)
+    values = clean(calc, inputs)
+    assert vars(args_for(calc, values)) == _parsed(argv_for(calc, values))
+
+
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_field_kinds_match_the_parsers_types(name: str) -> None:
+    calc = CALCULATORS[name]
+    actions = {a.dest: a for a in _subparser(calc.command)._actions}
+    for f in calc.fields:
+        a = actions[f.name]
+        if f.kind == "bool":
+            assert isinstance(a, argparse._StoreTrueAction), f.name
+        elif f.kind == "lines":
+            assert isinstance(a, argparse._AppendAction), f.name
+        else:
+            expected = {"int": int, "float": float}.get(f.kind)
+            assert a.type is expected, f.name
+
+
+def test_args_do_not_share_the_default_lists() -> None:
+    calc = calculator("budget")
+    args = args_for(calc, clean(calc, {"phase": "a:1:2", "price": "3"}))
+    assert args.phase == ["a:1:2"] and DEFAULTS["budget"]["phase"] == []
+    assert args.package is not DEFAULTS["budget"]["package"]

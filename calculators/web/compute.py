@@ -2,19 +2,20 @@
 and the tests compute identical JSON.
 
 `compute(name, inputs)` checks every input against its declared bounds first, so a bad
-value is reported at its field (`FieldError`), then runs the subcommand's `cmd_*`
-function; an error the calculators raise is attributed to the field its message names.
+value is reported at its field (`FieldError`), then runs the subcommand's function from
+calculators.commands with the namespace the CLI parser would build for the same command
+line (`args_for`; the tests hold the two equal); an error the calculators raise is
+attributed to the field its message names. Argparse stays out of the browser's path.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
-from calculators.cli import UsageError, build_parser
+from calculators.commands import COMMANDS, DEFAULTS, UsageError
 from calculators.web.forms import CALCULATORS, Calculator, Field
 
 
@@ -118,10 +119,20 @@ def _blame(calc: Calculator, message: str) -> str:
     return min(found)[3] if found else ""
 
 
-@cache
-def _parser() -> argparse.ArgumentParser:
-    # Building the CLI parser is most of a recompute's time; parsing does not change it.
-    return build_parser()
+def args_for(calc: Calculator, values: dict[str, Any]) -> SimpleNamespace:
+    """The namespace `python -m calculators` parses from `argv_for(calc, values)`: every
+    flag of the command at its default, then the given fields (`values` from `clean`)."""
+    args = {k: list(v) if isinstance(v, list) else v for k, v in DEFAULTS[calc.command].items()}
+    for f in calc.fields:
+        value = values.get(f.name)
+        if value is None or value is False:
+            continue
+        if f.kind == "lines":
+            lines = [line.strip() for line in str(value).splitlines() if line.strip()]
+            args[f.name] = args[f.name] + lines
+        else:
+            args[f.name] = value
+    return SimpleNamespace(**args)
 
 
 def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -132,8 +143,7 @@ def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     calc = calculator(name)
     values = clean(calc, inputs or {})
     try:
-        args = _parser().parse_args(argv_for(calc, values))
-        data, _text = args.run(args)
+        data, _text = COMMANDS[calc.command](args_for(calc, values))
     except (UsageError, ValueError) as e:
         raise FieldError(_blame(calc, str(e)), str(e)) from None
     return data
