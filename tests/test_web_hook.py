@@ -4,7 +4,9 @@ code left alone, validation reports rendered generically."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -139,3 +141,21 @@ def test_many_ratios_are_summarised() -> None:
     assert hook._ratios({"ratio": ratio}) == "peak 1; 4 ratios from 0.99 to 1.02"
     assert hook._ratios({"ratio": {"a": 1.5}}) == "a 1.5"
     assert hook._ratios({}) == ""
+
+
+def test_the_shipped_zip_carries_bytecode_for_the_browsers_python() -> None:
+    # PEP 552: a hash-based .pyc has flags 0b01 when its source is not checked, so the
+    # bytecode stays valid whatever file times unpacking gives the sources.
+    lock = json.loads((ROOT / "node_modules/pyodide/pyodide-lock.json").read_text())
+    major, minor = lock["info"]["python"].split(".")[:2]
+    tag = f"cpython-{major}{minor}"
+    with zipfile.ZipFile(io.BytesIO(hook._calculators_zip())) as z:
+        names = set(z.namelist())
+        sources = sorted(n for n in names if n.endswith(".py"))
+        assert "calculators/web/page.py" in sources and "calculators/presets/index.json" in names
+        for name in sources:
+            folder, _, file = name.rpartition("/")
+            pyc = f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"
+            assert pyc in names, pyc
+            header = z.read(pyc)[:16]
+            assert int.from_bytes(header[4:8], "little") == 0b01, pyc

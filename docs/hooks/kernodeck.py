@@ -22,6 +22,7 @@ No figure is typed by hand: a reference that cannot be resolved fails the build.
 
 from __future__ import annotations
 
+import functools
 import html as html_module
 import json
 import mimetypes
@@ -293,6 +294,29 @@ def on_config(config: Any) -> Any:
 
 
 def _calculators_zip() -> bytes:
+    """The calculators package as the browser loads it: sources, data and bytecode."""
+    return _with_bytecode(_source_zip())
+
+
+@functools.cache
+def _with_bytecode(source: bytes) -> bytes:
+    # Compiled by the pinned Pyodide itself (docs/hooks/compile_pyc.mjs), once per
+    # content: `mkdocs serve` rebuilds on every edit and Pyodide takes a second to start.
+    node = shutil.which("node")
+    if node is None:
+        raise PluginError("node is needed to compile the calculators: install Node.js")
+    proc = subprocess.run(
+        [node, str(Path(__file__).with_name("compile_pyc.mjs"))],
+        input=source,
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise PluginError(f"compiling the calculators in Pyodide failed: {proc.stderr.decode()}")
+    return proc.stdout
+
+
+def _source_zip() -> bytes:
     buf = BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for path in sorted((ROOT / "calculators").rglob("*")):
