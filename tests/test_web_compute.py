@@ -107,12 +107,6 @@ def _parsed(argv: list[str]) -> dict[str, object]:
     return args
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_defaults_table_lists_every_flag_of_the_parser(command: str) -> None:
-    dests = {a.dest for a in _subparser(command)._actions if a.dest != "help"}
-    assert dests == set(DEFAULTS[command])
-
-
 def _value(f: Field) -> st.SearchStrategy[object]:
     """Valid form values for field `f`, as the page sends them (strings) or typed."""
     if f.kind == "int":
