@@ -14,6 +14,7 @@ from calculators.seeds import (
     regularized_beta,
     seeds_needed,
     t_cdf,
+    t_pdf,
     t_quantile,
 )
 
@@ -47,6 +48,32 @@ def test_t_cdf_closed_forms():
     # df = 2: F(t) = 1/2 + t / (2 sqrt(2 + t^2)).
     for t in (-2.0, 0.3, 5.0):
         assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-12)
+
+
+def test_t_pdf_closed_forms():
+    # df = 1 (Cauchy): 1 / (pi (1 + t^2)); df = 2: (2 + t^2)^(-3/2).
+    for t in (-3.0, 0.0, 0.7, 40.0):
+        assert t_pdf(t, 1) == pytest.approx(1 / (math.pi * (1 + t * t)), rel=1e-12)
+        assert t_pdf(t, 2) == pytest.approx((2 + t * t) ** -1.5, rel=1e-12)
+
+
+def test_t_exact_quantiles():
+    # Inverting the closed forms above: df = 1, t = tan(pi (p - 1/2)); df = 2,
+    # t = (2p - 1) sqrt(2 / (4 p (1 - p))).
+    for p in (0.6, 0.8, 0.95, 0.99, 0.999999):
+        assert t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-10)
+        exact = (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
+        assert t_quantile(p, 2) == pytest.approx(exact, rel=1e-10)
+
+
+@given(
+    p=st.floats(0.5001, 0.99999),
+    df=st.one_of(st.integers(1, 100_000), st.floats(0.5, 1000.0)),
+)
+def test_t_quantile_inverts_the_cdf(p: float, df: float) -> None:
+    t = t_quantile(p, df)
+    assert t_cdf(t, df) == pytest.approx(p, abs=1e-12)
+    assert t_quantile(1 - p, df) == -t
 
 
 def test_t_approaches_the_normal():
