@@ -78,6 +78,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.accuracy_training
 	$(PY) -m benchmarks.speed_calculators
 	$(MAKE) --no-print-directory chromium node
+	$(PY) -m benchmarks.pyodide_calculators
 	$(PY) -m benchmarks.site_load
 
 # The CLI on a real preset (the site is `make serve`).
