@@ -112,6 +112,9 @@ def test_validation_report_renders_estimate_against_measurement(tmp_path: Path) 
     assert "    | `kv_cache_bytes` | 100 | 101 | bytes | 1.01 |" in md
     assert "| `kv.json` | kv-cache | gpt2 | ok | a &#124; b | kv_cache_bytes 1.01 |" in md
     assert "a &#124; b" in md  # a pipe in a value does not break the table
+    # Every field of a report stays out of the search index; the summary table stays in.
+    excluded = md.index("data-search-exclude")
+    assert md.index("| `kv.json` | kv-cache |") < excluded < md.index("??? info")
     (folder / "schema.json").write_text('{"$schema": "x"}', encoding="utf-8")
     md, _ = render("[[validation-reports]]", docs_dir=tmp_path)
     assert "1 reports." in md and "JSON Schema [`schema.json`]" in md

@@ -117,3 +117,27 @@ def test_every_other_page_loads_cleanly(watched: Watched, base_url: str, site_di
         expect(page.locator("article h1").first).to_be_visible()
         visited += 1
     assert visited > 20
+
+
+def test_search_works_offline_and_leaves_report_fields_out(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url)
+    box = page.locator("input.md-search__input")
+    meta = page.locator(".md-search-result__meta")
+
+    def search(query: str) -> None:
+        box.fill("")
+        box.press_sequentially(query)  # Material searches on key events
+
+    box.click()
+    search("GQA")
+    expect(meta).to_contain_text("matching document", timeout=30_000)
+    expect(page.locator(".md-search-result a[href*='memory/kv-cache/']").first).to_be_attached()
+    search("validation")
+    expect(page.locator(".md-search-result a[href*='probes/validation/']").first).to_be_attached()
+    # A word found only in the reports' collapsed fields: the platform string of each
+    # report's environment (e.g. Linux-...-glibc2.36).
+    reports = (ROOT / "docs/data/validation").glob("*.json")
+    assert any("glibc2" in p.read_text(encoding="utf-8") for p in reports)
+    search("glibc2")
+    expect(meta).to_have_text("No matching documents")
