@@ -159,42 +159,44 @@ def main() -> None:
         )
         assert server.stdout is not None
         base = f"http://127.0.0.1:{server.stdout.readline().strip()}/"
-        floor, visible, ready, longest, latencies = [], [], [], [], []
-        bare_steps: list[dict[str, float]] = []
-        page_steps: list[dict[str, float]] = []
-        with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS
-            )
+        try:
+            floor, visible, ready, longest, latencies = [], [], [], [], []
+            bare_steps: list[dict[str, float]] = []
+            page_steps: list[dict[str, float]] = []
+            with sync_playwright() as p:
+                browser = p.chromium.launch(
+                    executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS
+                )
 
-            def bare() -> None:
-                context = browser.new_context()  # cold cache
-                page = context.new_page()
-                page.goto(base + "bench-bare/")
-                page.wait_for_function("window.__ready !== undefined", timeout=120_000)
-                floor.append(page.evaluate("window.__ready"))
-                bare_steps.append(_startup(page))
-                context.close()
+                def bare() -> None:
+                    context = browser.new_context()  # cold cache
+                    page = context.new_page()
+                    page.goto(base + "bench-bare/")
+                    page.wait_for_function("window.__ready !== undefined", timeout=120_000)
+                    floor.append(page.evaluate("window.__ready"))
+                    bare_steps.append(_startup(page))
+                    context.close()
 
-            def calculator() -> None:
-                context = browser.new_context()
-                context.add_init_script(PROBE)
-                page = context.new_page()
-                page.goto(base + PAGE)
-                page.wait_for_function("window.__ready !== undefined", timeout=120_000)
-                visible.append(page.evaluate("window.__visible"))
-                ready.append(page.evaluate("window.__ready"))
-                longest.append(page.evaluate("window.__longest"))
-                page_steps.append(_startup(page))
-                latencies.extend(page.evaluate(RECOMPUTE, [CHANGES]))
-                context.close()
+                def calculator() -> None:
+                    context = browser.new_context()
+                    context.add_init_script(PROBE)
+                    page = context.new_page()
+                    page.goto(base + PAGE)
+                    page.wait_for_function("window.__ready !== undefined", timeout=120_000)
+                    visible.append(page.evaluate("window.__visible"))
+                    ready.append(page.evaluate("window.__ready"))
+                    longest.append(page.evaluate("window.__longest"))
+                    page_steps.append(_startup(page))
+                    latencies.extend(page.evaluate(RECOMPUTE, [CHANGES]))
+                    context.close()
 
-            for run in range(RUNS):  # alternate which goes first: no order bias
-                for load in (bare, calculator) if run % 2 == 0 else (calculator, bare):
-                    load()
-            browser.close()
-        server.terminate()
-        server.wait()
+                for run in range(RUNS):  # alternate which goes first: no order bias
+                    for load in (bare, calculator) if run % 2 == 0 else (calculator, bare):
+                        load()
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait()
 
     f, v, r = median(floor), median(visible), median(ready)
     p50, p95 = median(latencies), _p95(latencies)
