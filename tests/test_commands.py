@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from contextlib import redirect_stdout
@@ -12,27 +11,22 @@ import pytest
 
 from calculators.cli import build_parser, main
 from calculators.commands import COMMANDS, DEFAULTS
-
-
-def _subparser(command: str) -> argparse.ArgumentParser:
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    return sub.choices[command]  # type: ignore[index]
+from tests.cli_helpers import subparser, subparsers
 
 
 def test_every_subcommand_has_a_function_and_defaults() -> None:
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == set(COMMANDS) == set(DEFAULTS)  # type: ignore[arg-type]
+    assert set(subparsers()) == set(COMMANDS) == set(DEFAULTS)
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_defaults_table_lists_every_flag_of_the_parser(command: str) -> None:
-    dests = {a.dest for a in _subparser(command)._actions if a.dest != "help"}
+    dests = {a.dest for a in subparser(command)._actions if a.dest != "help"}
     assert dests == set(DEFAULTS[command])
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_the_parser_takes_its_defaults_from_the_table(command: str) -> None:
-    for action in _subparser(command)._actions:
+    for action in subparser(command)._actions:
         if action.dest != "help":
             assert action.default == DEFAULTS[command][action.dest], action.dest
 

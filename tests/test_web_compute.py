@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from contextlib import redirect_stdout
@@ -96,11 +95,6 @@ def test_kv_cache_total_scales_with_batch(context: int, batch: int) -> None:
     assert many["total_bytes"] == batch * one["total_bytes"]
 
 
-def _subparser(command: str) -> argparse.ArgumentParser:
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    return sub.choices[command]  # type: ignore[index]
-
-
 def _parsed(argv: list[str]) -> dict[str, object]:
     args = vars(build_parser().parse_args(argv))
     assert args.pop("run") is COMMANDS[args.pop("command")]
@@ -142,21 +136,6 @@ def test_args_equal_what_the_cli_parses_from_the_same_command_line(
     calc = calculator(name)
     values = clean(calc, inputs)
     assert vars(args_for(calc, values)) == _parsed(argv_for(calc, values))
-
-
-@pytest.mark.parametrize("name", sorted(CALCULATORS))
-def test_field_kinds_match_the_parsers_types(name: str) -> None:
-    calc = CALCULATORS[name]
-    actions = {a.dest: a for a in _subparser(calc.command)._actions}
-    for f in calc.fields:
-        a = actions[f.name]
-        if f.kind == "bool":
-            assert isinstance(a, argparse._StoreTrueAction), f.name
-        elif f.kind == "lines":
-            assert isinstance(a, argparse._AppendAction), f.name
-        else:
-            expected = {"int": int, "float": float}.get(f.kind)
-            assert a.type is expected, f.name
 
 
 def test_args_do_not_share_the_default_lists() -> None:

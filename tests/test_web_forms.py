@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from calculators.cli import build_parser
 from calculators.web import CALCULATORS
+from tests.cli_helpers import subparser
 
 
 def _flags(command: str) -> set[str]:
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    parser = sub.choices[command]  # type: ignore[index]
-    return {o for a in parser._actions for o in a.option_strings}
+    return {o for a in subparser(command)._actions for o in a.option_strings}
 
 
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
@@ -48,3 +48,18 @@ def test_the_site_covers_the_cli_calculators() -> None:
         "seeds",
     }
     assert expected <= set(CALCULATORS)
+
+
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_field_kinds_match_the_parsers_types(name: str) -> None:
+    calc = CALCULATORS[name]
+    actions = {a.dest: a for a in subparser(calc.command)._actions}
+    for f in calc.fields:
+        a = actions[f.name]
+        if f.kind == "bool":
+            assert isinstance(a, argparse._StoreTrueAction), f.name
+        elif f.kind == "lines":
+            assert isinstance(a, argparse._AppendAction), f.name
+        else:
+            expected = {"int": int, "float": float}.get(f.kind)
+            assert a.type is expected, f.name
