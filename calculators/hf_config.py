@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from calculators.errors import shown
 from calculators.families import LLAMA_LIKE, Family, family_of
+from calculators.limits import config_max
 from calculators.spec import LayerSpec, MLASpec, ModelSpec, MoESpec
 
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -28,6 +30,17 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("intermediate_size", "n_inner"),
     "max_position_embeddings": ("max_position_embeddings", "n_positions"),
 }
+
+
+def _plausible(key: str, value: int) -> int:
+    """`value`, unless it is past the plausibility bound of `key` (calculators.limits)."""
+    bound = config_max(key)
+    if value > bound:
+        raise ValueError(
+            f"config key '{key}' must be at most {bound:,} (a plausibility bound far above "
+            f"any public model), got {value:,}"
+        )
+    return value
 
 
 class _Reader:
@@ -60,8 +73,8 @@ class _Reader:
                 self.note(note)
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"config key '{key}' must be a positive integer, got {value!r}")
-        return value
+            raise ValueError(f"config key '{key}' must be a positive integer, got {shown(value)}")
+        return _plausible(key, value)
 
     def optional_int(self, key: str) -> int | None:
         absent = self.raw(key) is None and key not in self.family.config_defaults
@@ -78,15 +91,17 @@ class _Reader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"config key '{key}' must be a non-negative integer, got {value!r}")
-        return value
+            raise ValueError(
+                f"config key '{key}' must be a non-negative integer, got {shown(value)}"
+            )
+        return _plausible(key, value)
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.config.get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ValueError(f"config key '{key}' must be true or false, got {value!r}")
+            raise ValueError(f"config key '{key}' must be true or false, got {shown(value)}")
         return value
 
 
@@ -110,7 +125,7 @@ def _language_config(config: dict[str, Any], notes: list[str]) -> dict[str, Any]
 
 def _family(model_type: object, notes: list[str]) -> Family:
     if not isinstance(model_type, str) or not model_type:
-        notes.append(f"model_type {model_type!r} missing or not a string: read as Llama-like")
+        notes.append(f"model_type {shown(model_type)} missing or not a string: read as Llama-like")
         return LLAMA_LIKE
     family = family_of(model_type)
     if family is None:
@@ -150,7 +165,7 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
         if not isinstance(types, list) or len(types) != n_layers:
             raise ValueError(
                 f"config key 'layer_types' must list num_hidden_layers ({n_layers}) entries, "
-                f"got {types!r}"
+                f"got {shown(types)}"
             )
         layers = []
         for kind in types:
@@ -161,7 +176,7 @@ def _attention_kinds(r: _Reader, family: Family, n_layers: int) -> list[LayerSpe
             else:
                 raise ValueError(
                     "config key 'layer_types' entries must be 'full_attention' or "
-                    f"'sliding_attention', got {kind!r}"
+                    f"'sliding_attention', got {shown(kind)}"
                 )
         return layers
 
@@ -230,7 +245,14 @@ def _moe(r: _Reader, family: Family, n_layers: int) -> tuple[MoESpec | None, lis
             shared_expert_gate=bool(shared),
         )
         step = r.int("decoder_sparse_step", 1)
-        dense_only = set(r.raw("mlp_only_layers") or [])
+        only = r.raw("mlp_only_layers") or []
+        if not isinstance(only, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in only
+        ):
+            raise ValueError(
+                f"config key 'mlp_only_layers' must be a list of layer indices, got {shown(only)}"
+            )
+        dense_only = set(only)
         return moe, [i not in dense_only and (i + 1) % step == 0 for i in range(n_layers)]
     # DeepSeek-V2/V3: dense for the first first_k_dense_replace layers, then every
     # moe_layer_freq-th layer is MoE (DeepseekV3DecoderLayer).

@@ -8,6 +8,7 @@ from functools import cache
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import hf_configs
 
 from calculators.families import FAMILIES, LLAMA_LIKE
@@ -724,3 +725,62 @@ def test_reading_does_not_mutate_config(config):
 @given(hf_configs())
 def test_reading_is_deterministic(config):
     assert read_hf_config(config) == read_hf_config(copy.deepcopy(config))
+
+
+# ---- plausibility bounds: checked as each key is read, before anything is allocated ----
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("num_hidden_layers", 2**40),
+        ("hidden_size", 2**20),
+        ("num_attention_heads", 2**13),
+        ("vocab_size", 2**30),
+        ("intermediate_size", 2**24),
+    ],
+)
+def test_sizes_past_plausibility_name_key_value_and_bound(key, value):
+    config = load_preset("llama-3.1-8b")
+    config[key] = value
+    with pytest.raises(ValueError) as e:
+        read_hf_config(config)
+    assert f"config key '{key}' must be at most " in str(e.value)
+    assert f"{value:,}" in str(e.value)
+
+
+def test_expert_count_past_plausibility_is_refused():
+    config = load_preset("mixtral-8x7b")
+    config["num_local_experts"] = 2**20
+    with pytest.raises(ValueError, match=r"'num_local_experts' must be at most 16,384"):
+        read_hf_config(config)
+
+
+# Any JSON value in place of any key of a real config: a spec or a ValueError naming the
+# problem, never another exception (a TypeError from set() of dicts, a MemoryError).
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**64), 2**64)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    preset_id=st.sampled_from(preset_ids()),
+    data=st.data(),
+)
+def test_any_value_in_any_key_is_read_or_refused_cleanly(preset_id, data):
+    config = load_preset(preset_id)
+    target = config.get("text_config", config)
+    key = data.draw(st.sampled_from(sorted(target)), label="key")
+    target[key] = data.draw(JSON_VALUES, label="value")
+    try:
+        spec = read_hf_config(config)
+    except ValueError:
+        return
+    assert spec.num_layers == len(spec.layers) <= 1_024
