@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from calculators.errors import InputError, shown
+from calculators.limits import MAX_MEMORY_GIB
+
 GIB = 2**30  # gibibyte, IEC 80000-13
 MIB = 2**20  # mebibyte
 
@@ -22,3 +25,18 @@ def format_count(n: int) -> str:
         if abs(n) >= div:
             return f"{n / div:,.2f}{suffix}"
     return str(n)
+
+
+def gib_to_bytes(field: str, value: float, *, allow_zero: bool = False) -> int:
+    """GiB as whole bytes (truncated): InputError naming `field` unless `value` is a finite
+    number in (0, MAX_MEMORY_GIB], or [0, MAX_MEMORY_GIB] with `allow_zero`."""
+    real = isinstance(value, int | float) and not isinstance(value, bool)
+    low_ok = real and (value >= 0 if allow_zero else value > 0)
+    if not low_ok:
+        kind = "a non-negative" if allow_zero else "a positive"
+        raise InputError(field, f"{field} must be {kind} number of GiB, got {shown(value)}")
+    if not value <= MAX_MEMORY_GIB:  # also refuses inf and nan
+        raise InputError(
+            field, f"{field} must be at most {MAX_MEMORY_GIB:,} GiB (one PiB), got {shown(value)}"
+        )
+    return int(value * GIB)
