@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from calculators.checks import positive_int
+from calculators.errors import InputError, shown
+from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
 from calculators.spec import ModelSpec
 
 ACTIVATION_BYTES = 2  # bf16 or fp16 activations
@@ -66,12 +68,12 @@ def inference_workspace(
     max_num_batched_tokens); None prefills the whole batch at once (transformers'
     generate).
     """
-    positive_int("context", context)
-    positive_int("batch", batch)
+    positive_int("context", context, maximum=MAX_SEQUENCE_TOKENS)
+    positive_int("batch", batch, maximum=MAX_CONCURRENT_SEQUENCES)
     if prefill_chunk is not None:
-        positive_int("prefill_chunk", prefill_chunk)
+        positive_int("prefill_chunk", prefill_chunk, maximum=MAX_SEQUENCE_TOKENS)
     if attention not in ("sdpa", "eager"):
-        raise ValueError(f"attention must be sdpa or eager; got {attention!r}")
+        raise InputError("attention", f"attention must be sdpa or eager; got {shown(attention)}")
     a = ACTIVATION_BYTES
     t = batch * context if prefill_chunk is None else min(prefill_chunk, batch * context)
     h, heads = spec.hidden_size, spec.num_heads

@@ -32,18 +32,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from calculators.checks import non_negative_int, one_of, positive_int, positive_number
+from calculators.errors import InputError, shown
+from calculators.limits import (
+    MAX_ACCUMULATION,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    MAX_MICRO_BATCH,
+    MAX_SEQUENCE_TOKENS,
+)
 
 ScalingRule = Literal["linear", "sqrt"]
 
 
 def _boolean(name: str, value: object) -> None:
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise InputError(name, f"{name} must be True or False, got {shown(value)}")
 
 
 def _finite_real(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise InputError(name, f"{name} must be a finite number, got {shown(value)}")
 
 
 # --- sequences and tokens per update --------------------------------------------------
@@ -71,25 +79,30 @@ class BatchQuery:
     mean_sequence_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        positive_int("micro_batch", self.micro_batch)
-        positive_int("accumulation", self.accumulation)
-        positive_int("gpus", self.gpus)
-        positive_int("seq_len", self.seq_len)
+        positive_int("micro_batch", self.micro_batch, maximum=MAX_MICRO_BATCH)
+        positive_int("accumulation", self.accumulation, maximum=MAX_ACCUMULATION)
+        positive_int("gpus", self.gpus, maximum=MAX_GPUS)
+        positive_int("seq_len", self.seq_len, maximum=MAX_SEQUENCE_TOKENS)
         _boolean("packing", self.packing)
         if self.packing:
             if self.mean_sequence_tokens is not None:
-                raise ValueError(
+                raise InputError(
+                    "mean_sequence_tokens",
                     "mean_sequence_tokens applies only when packing is False, "
-                    f"got {self.mean_sequence_tokens!r}"
+                    f"got {shown(self.mean_sequence_tokens)}",
                 )
             return
         if self.mean_sequence_tokens is None:
-            raise ValueError("mean_sequence_tokens is required when packing is False, got None")
+            raise InputError(
+                "mean_sequence_tokens",
+                "mean_sequence_tokens is required when packing is False, got None",
+            )
         positive_int("mean_sequence_tokens", self.mean_sequence_tokens)
         if self.mean_sequence_tokens > self.seq_len:
-            raise ValueError(
-                f"mean_sequence_tokens must be at most seq_len ({self.seq_len}), "
-                f"got {self.mean_sequence_tokens}"
+            raise InputError(
+                "mean_sequence_tokens",
+                f"mean_sequence_tokens must be at most seq_len ({self.seq_len:,}), "
+                f"got {self.mean_sequence_tokens:,}",
             )
 
 
@@ -142,17 +155,18 @@ def accumulation_for(global_batch: int, micro_batch: int, gpus: int) -> int:
     accumulation = global_batch / (micro_batch x gpus), which must divide exactly; the
     error names the nearest global batches that do.
     """
-    positive_int("global_batch", global_batch)
-    positive_int("micro_batch", micro_batch)
-    positive_int("gpus", gpus)
+    positive_int("global_batch", global_batch, maximum=MAX_GLOBAL_BATCH)
+    positive_int("micro_batch", micro_batch, maximum=MAX_MICRO_BATCH)
+    positive_int("gpus", gpus, maximum=MAX_GPUS)
     unit = micro_batch * gpus
     below, remainder = divmod(global_batch, unit)
     if remainder:
         lower, upper = below * unit, (below + 1) * unit
         nearest = f"{lower} or {upper}" if lower else f"{upper}"
-        raise ValueError(
+        raise InputError(
+            "global_batch",
             f"global_batch {global_batch} is not a multiple of micro_batch x gpus = "
-            f"{micro_batch} x {gpus} = {unit}; nearest: {nearest}"
+            f"{micro_batch} x {gpus} = {unit}; nearest: {nearest}",
         )
     return below
 

@@ -4,7 +4,9 @@ A campaign is phases run one after the other (an initial check before the
 experiments, evaluation after them, ...). A phase has `runs` runs of
 `gpu_hours_per_run` GPU-hours each on `gpus_per_run` GPUs; with G GPUs rented,
 floor(G / gpus_per_run) runs go at once. Interrupted or invalid runs are budgeted
-as a named margin line: ceil(runs x margin) extra runs per phase.
+as a named margin line: ceil(runs x margin) extra runs per phase, with the margin taken
+as the decimal typed (100 runs at 0.07 are 7 reruns; in binary floating point
+100 x 0.07 is 7.000000000000001, which rounds up to 8).
 
   phase GPU-hours  = (runs + reruns) x gpu_hours_per_run
   phase wall hours = (ceil(runs / concurrent) + ceil(reruns / concurrent))
@@ -15,6 +17,10 @@ as a named margin line: ceil(runs x margin) extra runs per phase.
 
 Prices are inputs. `example_packages` builds 3-, 7- and 30-day packages from an
 hourly price with example discounts: they show the calculation, they are not quotes.
+
+The schedule gives the GPU-hours of each phase per period: per day for a campaign of up
+to SCHEDULE_MAX_PERIODS days, then per week, per 30 days, per year or per several years,
+so that a plan of any length is summarised in at most SCHEDULE_MAX_PERIODS rows.
 """
 
 from __future__ import annotations
@@ -23,13 +29,38 @@ from dataclasses import dataclass
 from math import ceil, floor
 
 from calculators.checks import fraction, positive_int, positive_number
+from calculators.decimals import typed_value
+from calculators.errors import InputError, shown
+from calculators.limits import (
+    MAX_DECISIONS,
+    MAX_GPU_HOURS_PER_RUN,
+    MAX_GPUS,
+    MAX_MARGIN,
+    MAX_PACKAGE_DAYS,
+    MAX_PACKAGE_USD,
+    MAX_PRICE_PER_GPU_HOUR,
+    MAX_RUNS,
+)
 from calculators.spec import ModelSpec
 from calculators.throughput import Precision, training_time
 
 
+def _named(name: str) -> str:
+    """A phase's name in a message, cut short if it is long."""
+    return name if len(name) <= 40 else f"{name[:30]}... ({len(name):,} characters)"
+
+
+# Phases and rental offers a campaign may list.
+MAX_PHASES = 1_000
+MAX_PACKAGES = 1_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class Phase:
-    """One phase: `runs` runs of `gpu_hours_per_run` GPU-hours on `gpus_per_run` GPUs."""
+    """One phase: `runs` runs of `gpu_hours_per_run` GPU-hours on `gpus_per_run` GPUs.
+
+    Its errors are blamed on the input `phase` (the phase is one line of it).
+    """
 
     name: str
     runs: int
@@ -38,10 +69,17 @@ class Phase:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"phase name must be a non-empty string, got {self.name!r}")
-        positive_int(f"{self.name}: runs", self.runs)
-        positive_number(f"{self.name}: gpu_hours_per_run", self.gpu_hours_per_run)
-        positive_int(f"{self.name}: gpus_per_run", self.gpus_per_run)
+            raise InputError(
+                "phase", f"phase name must be a non-empty string, got {shown(self.name)}"
+            )
+        try:
+            positive_int("runs", self.runs, maximum=MAX_RUNS)
+            positive_number(
+                "gpu_hours_per_run", self.gpu_hours_per_run, maximum=MAX_GPU_HOURS_PER_RUN
+            )
+            positive_int("gpus_per_run", self.gpus_per_run, maximum=MAX_GPUS)
+        except InputError as e:
+            raise InputError("phase", f"phase {_named(self.name)}: {e}", subject="") from None
 
 
 def phase_from_tokens(
@@ -85,9 +123,12 @@ class Package:
     label: str
 
     def __post_init__(self) -> None:
-        positive_int("package days", self.days)
-        positive_int("package gpus", self.gpus)
-        positive_number("package price_usd", self.price_usd)
+        try:
+            positive_int("days", self.days, maximum=MAX_PACKAGE_DAYS)
+            positive_int("gpus", self.gpus, maximum=MAX_GPUS)
+            positive_number("price_usd", self.price_usd, maximum=MAX_PACKAGE_USD)
+        except InputError as e:
+            raise InputError("package", f"package {e}", subject="") from None
 
 
 # Example discounts for longer rentals, for illustration only (not market data).
@@ -137,17 +178,30 @@ class Campaign:
 
     def __post_init__(self) -> None:
         if not self.phases:
-            raise ValueError("phases must list at least one phase, got none")
-        positive_int("gpus", self.gpus)
-        positive_number("price_per_gpu_hour", self.price_per_gpu_hour)
-        fraction("margin", self.margin, upper=10.0)
+            raise InputError("phase", "phases must list at least one phase, got none")
+        if len(self.phases) > MAX_PHASES:
+            raise InputError(
+                "phase", f"phases must list at most {MAX_PHASES:,}, got {len(self.phases):,}"
+            )
+        if self.packages is not None and len(self.packages) > MAX_PACKAGES:
+            raise InputError(
+                "package",
+                f"packages must list at most {MAX_PACKAGES:,}, got {len(self.packages):,}",
+            )
+        positive_int("gpus", self.gpus, maximum=MAX_GPUS)
+        positive_number(
+            "price_per_gpu_hour", self.price_per_gpu_hour, maximum=MAX_PRICE_PER_GPU_HOUR
+        )
+        fraction("margin", self.margin, upper=MAX_MARGIN)
         if self.decisions is not None:
-            positive_int("decisions", self.decisions)
+            positive_int("decisions", self.decisions, maximum=MAX_DECISIONS)
         for p in self.phases:
             if p.gpus_per_run > self.gpus:
-                raise ValueError(
-                    f"{p.name}: gpus_per_run must be at most gpus ({self.gpus}), "
-                    f"got {p.gpus_per_run}"
+                raise InputError(
+                    "phase",
+                    f"phase {_named(p.name)}: gpus_per_run must be at most gpus ({self.gpus}), "
+                    f"got {p.gpus_per_run}",
+                    subject="",
                 )
 
 
@@ -189,7 +243,8 @@ class BudgetResult:
     cost_usd: float
     cost_per_decision: float | None
     packages: tuple[PackageFit, ...]
-    schedule: tuple[dict[str, float], ...]  # per day: GPU-hours by phase name
+    schedule: tuple[dict[str, float], ...]  # per period: GPU-hours by phase name
+    schedule_period_days: int = 1  # days in each period of `schedule`
 
     @property
     def wall_days(self) -> float:
@@ -205,8 +260,9 @@ class BudgetResult:
 def campaign_budget(c: Campaign) -> BudgetResult:
     """Schedule and cost `c` (see the module docstring for the formulas)."""
     plans, clock = [], 0.0
+    margin = typed_value(c.margin)  # exact: see the module docstring
     for p in c.phases:
-        reruns = ceil(p.runs * c.margin)
+        reruns = ceil(p.runs * margin)
         concurrent = floor(c.gpus / p.gpus_per_run)
         total_runs = p.runs + reruns
         # reruns start once a failure is seen: their waves follow the phase's own
@@ -242,6 +298,7 @@ def campaign_budget(c: Campaign) -> BudgetResult:
         )
         for k in packages
     )
+    period = schedule_period_days(clock)
     return BudgetResult(
         phases=tuple(plans),
         gpu_hours=gpu_hours,
@@ -250,20 +307,38 @@ def campaign_budget(c: Campaign) -> BudgetResult:
         cost_usd=cost,
         cost_per_decision=None if c.decisions is None else cost / c.decisions,
         packages=fits,
-        schedule=_schedule(plans),
+        schedule=_schedule(plans, period),
+        schedule_period_days=period,
     )
 
 
-def _schedule(plans: list[PhasePlan]) -> tuple[dict[str, float], ...]:
-    """GPU-hours of each phase falling on each 24-hour day, at the phase's average rate."""
+# Rows of a schedule at most; a longer campaign is summarised in longer periods.
+SCHEDULE_MAX_PERIODS = 60
+SCHEDULE_PERIODS_DAYS = (1, 7, 30, 365)
+
+
+def schedule_period_days(wall_hours: float) -> int:
+    """Days per schedule row: the first of 1, 7, 30 and 365 that needs at most
+    SCHEDULE_MAX_PERIODS rows, else the fewest whole years that do."""
+    days = ceil(wall_hours / 24)
+    for period in SCHEDULE_PERIODS_DAYS:
+        if ceil(days / period) <= SCHEDULE_MAX_PERIODS:
+            return period
+    return 365 * ceil(days / (365 * SCHEDULE_MAX_PERIODS))
+
+
+def _schedule(plans: list[PhasePlan], period_days: int) -> tuple[dict[str, float], ...]:
+    """GPU-hours of each phase falling in each period of `period_days` days, at the
+    phase's average rate."""
     end = max(p.start_hour + p.wall_hours for p in plans)
-    days = []
-    for d in range(ceil(end / 24)):
-        lo, hi = 24.0 * d, 24.0 * (d + 1)
-        day: dict[str, float] = {}
+    width = 24.0 * period_days
+    periods = []
+    for d in range(ceil(end / width)):
+        lo, hi = width * d, width * (d + 1)
+        row: dict[str, float] = {}
         for p in plans:
             overlap = min(hi, p.start_hour + p.wall_hours) - max(lo, p.start_hour)
             if overlap > 0:
-                day[p.name] = day.get(p.name, 0.0) + p.gpu_hours * overlap / p.wall_hours
-        days.append(day)
-    return tuple(days)
+                row[p.name] = row.get(p.name, 0.0) + p.gpu_hours * overlap / p.wall_hours
+        periods.append(row)
+    return tuple(periods)

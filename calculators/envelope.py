@@ -17,8 +17,10 @@ from typing import Literal
 
 from calculators.activations import inference_workspace
 from calculators.checks import positive_int
+from calculators.errors import InputError, shown
 from calculators.gpus import GPUS, get_gpu
 from calculators.kv_cache import KVSettings, kv_cache_bytes
+from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
 from calculators.reserves import Line as EnvelopeLine
 from calculators.reserves import check_reserve_overrides, reserve_lines
 from calculators.spec import ModelSpec
@@ -47,8 +49,14 @@ class EnvelopeQuery:
     reserves: dict[str, int | float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        positive_int("context", self.context)
-        positive_int("batch", self.batch)
+        positive_int("context", self.context, maximum=MAX_SEQUENCE_TOKENS)
+        positive_int("batch", self.batch, maximum=MAX_CONCURRENT_SEQUENCES)
+        if self.prefill_chunk is not None:
+            positive_int("prefill_chunk", self.prefill_chunk, maximum=MAX_SEQUENCE_TOKENS)
+        if self.attention not in ("sdpa", "eager"):
+            raise InputError(
+                "attention", f"attention must be sdpa or eager; got {shown(self.attention)}"
+            )
         check_reserve_overrides(self.reserves)
 
 
@@ -73,6 +81,7 @@ class EnvelopeResult:
 
     headroom_bytes = visible_bytes - total_bytes; negative means it does not fit.
     cards: every catalog card, each with its own runtime's reserves.
+    warnings: lengths past the model's max_position_embeddings (computed anyway).
     """
 
     lines: tuple[EnvelopeLine, ...]
@@ -81,6 +90,7 @@ class EnvelopeResult:
     visible_bytes: int
     headroom_bytes: int
     cards: tuple[CardFit, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -94,8 +104,9 @@ class EnvelopeResult:
         raise KeyError(line_id)
 
 
-def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> list[EnvelopeLine]:
-    """Weights, KV cache and activations: the allocations the reserves are added to."""
+def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine], tuple[str, ...]]:
+    """Weights, KV cache and activations: the allocations the reserves are added to, and
+    the KV cache's warnings."""
     w = weight_bytes(spec, q.weights_format, keep_unquantized=q.keep_unquantized)
     kv = kv_cache_bytes(
         spec, context=q.context, batch=q.batch, settings=q.kv, max_length=q.max_length
@@ -104,7 +115,7 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> list[EnvelopeLine]:
         spec, context=q.context, batch=q.batch, prefill_chunk=q.prefill_chunk, attention=q.attention
     )
     weights = w.total_bytes if q.include_mtp else w.main_bytes
-    return [
+    lines = [
         EnvelopeLine(
             id="weights",
             label=f"Weights ({q.weights_format})",
@@ -130,6 +141,7 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> list[EnvelopeLine]:
             source="calculators.activations.inference_workspace",
         ),
     ]
+    return lines, kv.warnings
 
 
 def memory_envelope(
@@ -152,9 +164,9 @@ def memory_envelope(
         positive_int("visible_bytes", visible_bytes)
         assert visible_bytes is not None
         if runtime not in ("cuda", "hip"):
-            raise ValueError(f"runtime must be cuda or hip; got {runtime!r}")
+            raise InputError("runtime", f"runtime must be cuda or hip; got {shown(runtime)}")
         visible = visible_bytes
-    demand = _demand_lines(spec, query)
+    demand, warnings = _demand_lines(spec, query)
     demand_bytes = sum(line.bytes for line in demand)
 
     def total(rt: Runtime) -> tuple[list[EnvelopeLine], int]:
@@ -180,4 +192,5 @@ def memory_envelope(
         visible_bytes=visible,
         headroom_bytes=visible - total_bytes,
         cards=cards,
+        warnings=warnings,
     )

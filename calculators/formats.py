@@ -24,6 +24,7 @@ from fractions import Fraction
 from math import ceil, prod
 from typing import Literal, get_args
 
+from calculators.errors import InputError, shown
 from calculators.gguf import (
     DEFAULT_RULESET,
     GGML_TYPES,
@@ -494,9 +495,10 @@ def get_format(format_id: str) -> NumberFormat:
                 double_quant=m.group(2) is not None,
                 blocksize=int(m.group(3)),
             )
-    raise ValueError(
+    raise InputError(
+        "format",
         f"format must be one of {', '.join(FORMATS)} (or {', '.join(FORMAT_PATTERNS)}); "
-        f"got {format_id!r}"
+        f"got {shown(format_id)}",
     )
 
 
@@ -559,12 +561,15 @@ def check_keep_unquantized(keep: frozenset[str] | None) -> None:
     if keep is None:
         return
     if not isinstance(keep, frozenset | set):
-        raise ValueError(f"keep_unquantized must be a frozenset of roles; got {keep!r}")
+        raise InputError(
+            "keep_unquantized", f"keep_unquantized must be a frozenset of roles; got {shown(keep)}"
+        )
     unknown = sorted(set(keep) - ROLES)
     if unknown:
-        raise ValueError(
+        raise InputError(
+            "keep_unquantized",
             f"keep_unquantized must hold tensor roles ({', '.join(sorted(ROLES))}); "
-            f"got {', '.join(map(repr, unknown))}"
+            f"got {shown(', '.join(unknown))}",
         )
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from calculators.checks import positive_int, positive_number
+from calculators.errors import InputError, shown
 
 Vendor = Literal["nvidia", "amd"]
 Runtime = Literal["cuda", "hip"]
@@ -520,4 +521,4 @@ def get_gpu(gpu_id: str) -> GPU:
         return _BY_ID[gpu_id]
     except (KeyError, TypeError):
         known = ", ".join(_BY_ID)
-        raise ValueError(f"gpu must be one of {known}; got {gpu_id!r}") from None
+        raise InputError("gpu", f"gpu must be one of {known}; got {shown(gpu_id)}") from None

@@ -27,8 +27,10 @@ from math import ceil
 from typing import Literal
 
 from calculators.checks import non_negative_int, positive_int
+from calculators.errors import InputError, shown
 from calculators.kv_formats import KVFormat, get_kv_format
-from calculators.spec import LayerSpec, ModelSpec
+from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
+from calculators.spec import LayerSpec, ModelSpec, position_warnings
 
 Allocation = Literal["dynamic", "paged", "static"]
 MLALayout = Literal["latent", "expanded"]
@@ -46,12 +48,15 @@ class KVSettings:
     def __post_init__(self) -> None:
         get_kv_format(self.kv_format)
         if self.allocation not in ("dynamic", "paged", "static"):
-            raise ValueError(
-                f"allocation must be one of dynamic, paged, static; got {self.allocation!r}"
+            raise InputError(
+                "allocation",
+                f"allocation must be one of dynamic, paged, static; got {shown(self.allocation)}",
             )
-        positive_int("block_size", self.block_size)
+        positive_int("block_size", self.block_size, maximum=MAX_BLOCK_TOKENS)
         if self.mla_layout not in ("latent", "expanded"):
-            raise ValueError(f"mla_layout must be latent or expanded; got {self.mla_layout!r}")
+            raise InputError(
+                "mla_layout", f"mla_layout must be latent or expanded; got {shown(self.mla_layout)}"
+            )
 
     @property
     def format(self) -> KVFormat:
@@ -78,6 +83,7 @@ class KVCacheResult:
                      no sliding window is full yet (no allocation rounding).
     total_bytes:     batch x sum over layers of tokens_held x per-token bytes, plus
                      per-layer scale constants.
+    warnings:        lengths past the model's max_position_embeddings (computed anyway).
     """
 
     context: int
@@ -91,6 +97,7 @@ class KVCacheResult:
     scale_bytes: int
     total_bytes: int
     lines: tuple[KVLine, ...]
+    warnings: tuple[str, ...] = ()
 
 
 def layer_bytes_per_token(spec: ModelSpec, layer: LayerSpec, settings: KVSettings) -> int:
@@ -143,16 +150,18 @@ def kv_cache_bytes(
     which must be at least `context`.
     """
     settings = settings or KVSettings()
-    positive_int("context", context)
-    positive_int("batch", batch)
+    positive_int("context", context, maximum=MAX_SEQUENCE_TOKENS)
+    positive_int("batch", batch, maximum=MAX_CONCURRENT_SEQUENCES)
     length = context
     if settings.allocation == "static":
         length = context if max_length is None else max_length
-        positive_int("max_length", length)
+        positive_int("max_length", length, maximum=MAX_SEQUENCE_TOKENS)
         if length < context:
-            raise ValueError(f"max_length must be at least context ({context}), got {length}")
+            raise InputError(
+                "max_length", f"max_length must be at least context ({context:,}), got {length:,}"
+            )
     elif max_length is not None:
-        raise ValueError("max_length applies only to allocation 'static'")
+        raise InputError("max_length", "max_length applies only to allocation 'static'")
 
     groups: dict[tuple[str, int | None], list[LayerSpec]] = {}
     for layer in spec.layers:
@@ -185,6 +194,9 @@ def kv_cache_bytes(
         scale_bytes=scale_bytes,
         total_bytes=batch * per_sequence + scale_bytes,
         lines=tuple(lines),
+        warnings=position_warnings(
+            spec, context=context, max_length=length if length != context else None
+        ),
     )
 
 
@@ -221,7 +233,7 @@ def max_context(
     if limit is None:
         limit = spec.max_position_embeddings
     if limit is None:
-        raise ValueError("limit is required when the model has no max_position_embeddings")
+        raise InputError("limit", "limit is required when the model has no max_position_embeddings")
     positive_int("limit", limit)
 
     def total(length: int) -> int:

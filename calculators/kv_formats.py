@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from calculators.errors import InputError, shown
+
 
 @dataclass(frozen=True, kw_only=True)
 class KVFormat:
@@ -106,6 +108,6 @@ def get_kv_format(kv_format: str) -> KVFormat:
     try:
         return KV_FORMATS[kv_format]
     except KeyError:
-        raise ValueError(
-            f"kv_format must be one of {', '.join(KV_FORMATS)}; got {kv_format!r}"
+        raise InputError(
+            "kv_format", f"kv_format must be one of {', '.join(KV_FORMATS)}; got {shown(kv_format)}"
         ) from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculators.checks import positive_int
+from calculators.errors import InputError, shown
 from calculators.spec import ModelSpec
 from calculators.tensors import Tensor, model_tensors
 
@@ -59,13 +60,14 @@ def linear_module_names(spec: ModelSpec) -> tuple[str, ...]:
 def wrapped_tensors(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[Tensor, ...]:
     """The weight tensors that `targets` wrap; ValueError for a target that matches none."""
     if not targets:
-        raise ValueError("lora_targets must name at least one module, got ()")
+        raise InputError("lora_targets", "lora_targets must name at least one module, got ()")
     names = linear_module_names(spec)
     for target in targets:
         if target not in (*names, ALL_LINEAR, ALL_ATTENTION):
-            raise ValueError(
-                f"lora_targets: {target!r} matches no linear layer of {spec.name}; "
-                f"choose from {', '.join(names)}, {ALL_ATTENTION} or {ALL_LINEAR}"
+            raise InputError(
+                "lora_targets",
+                f"lora_targets: {shown(target)} matches no linear layer of {spec.name}; "
+                f"choose from {', '.join(names)}, {ALL_ATTENTION} or {ALL_LINEAR}",
             )
     return tuple(
         t

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from calculators.checks import fraction, non_negative_int
+from calculators.errors import InputError, shown
 from calculators.units import format_gib
 
 Kind = Literal["bytes", "fraction"]
@@ -227,7 +228,9 @@ def default_reserves(runtime: Runtime) -> tuple[ReserveDefault, ...]:
         return _RESERVES_BY_RUNTIME[runtime]
     except (KeyError, TypeError):
         known = ", ".join(_RESERVES_BY_RUNTIME)
-        raise ValueError(f"runtime must be one of {known}; got {runtime!r}") from None
+        raise InputError(
+            "runtime", f"runtime must be one of {known}; got {shown(runtime)}"
+        ) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,11 +249,16 @@ def check_reserve_overrides(overrides: Mapping[str, int | float]) -> None:
     known = {r.id: r for r in default_reserves("cuda")}
     for rid, value in overrides.items():
         if rid not in known:
-            raise ValueError(f"reserve must be one of {', '.join(known)}; got {rid!r}")
-        if known[rid].kind == "fraction":
-            fraction(rid, value)
-        else:
-            non_negative_int(rid, value)
+            raise InputError(
+                "reserve", f"reserve must be one of {', '.join(known)}; got {shown(rid)}"
+            )
+        try:
+            if known[rid].kind == "fraction":
+                fraction(rid, value)
+            else:
+                non_negative_int(rid, value)
+        except InputError as e:
+            raise InputError("reserve", f"reserve {e}") from None
 
 
 def reserve_lines(

@@ -181,4 +181,23 @@ class ModelSpec:
         return read_hf_config(config, name=name)
 
 
-__all__ = ["AttentionKind", "LayerSpec", "MLASpec", "MoESpec", "ModelSpec"]
+def position_warnings(spec: ModelSpec, **lengths: int | None) -> tuple[str, ...]:
+    """A warning for each length past the model's max_position_embeddings.
+
+    `lengths` names each length as its input (context=100_000, seq_len=...). The figures
+    are still computed for it: a reader may plan RoPE scaling or continued pre-training
+    at a longer length; the warning says the model was not trained there.
+    """
+    limit = spec.max_position_embeddings
+    if limit is None:
+        return ()
+    return tuple(
+        f"{name} {tokens:,} tokens is past the model's max_position_embeddings "
+        f"({limit:,}): the memory is computed, but the model was trained for at most "
+        f"{limit:,} positions (plan RoPE scaling or longer training for this length)"
+        for name, tokens in lengths.items()
+        if tokens is not None and tokens > limit
+    )
+
+
+__all__ = ["AttentionKind", "LayerSpec", "MLASpec", "MoESpec", "ModelSpec", "position_warnings"]

@@ -28,8 +28,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from calculators.checks import positive_int
+from calculators.errors import InputError, shown
 from calculators.gpus import get_gpu
 from calculators.kv_cache import KVSettings, kv_cache_bytes
+from calculators.limits import (
+    MAX_CONCURRENT_SEQUENCES,
+    MAX_GPUS,
+    MAX_SEQUENCE_TOKENS,
+    MAX_TRAINING_TOKENS,
+)
 from calculators.params import parameter_counts
 from calculators.spec import ModelSpec
 from calculators.weights import weight_bytes
@@ -73,7 +80,7 @@ MFU_REFERENCES: tuple[MFUReference, ...] = (
 
 def _mfu(value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {value!r}")
+        raise InputError("mfu", f"mfu must be in (0, 1], got {shown(value)}")
 
 
 def matmul_parameters(spec: ModelSpec) -> int:
@@ -88,7 +95,7 @@ def attention_flops_per_token(spec: ModelSpec, seq_len: int) -> int:
 
     QKᵀ and AV are each 2 x H x Q x T multiply-adds per token (T capped by the window).
     """
-    positive_int("seq_len", seq_len)
+    positive_int("seq_len", seq_len, maximum=MAX_SEQUENCE_TOKENS)
     if spec.mla is not None:
         qk = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim
         qv = spec.mla.v_head_dim
@@ -110,10 +117,10 @@ def _peak_flops(gpu: str, precision: Precision) -> float:
     card = get_gpu(gpu)
     if precision == "fp8":
         if card.fp8_dense_tflops is None:
-            raise ValueError(f"precision fp8: {gpu} has no FP8 tensor cores")
+            raise InputError("precision", f"precision fp8: {gpu} has no FP8 tensor cores")
         return card.fp8_dense_tflops * 1e12
     if precision != "bf16":
-        raise ValueError(f"precision must be bf16 or fp8; got {precision!r}")
+        raise InputError("precision", f"precision must be bf16 or fp8; got {shown(precision)}")
     return card.bf16_dense_tflops * 1e12
 
 
@@ -146,8 +153,8 @@ def training_time(
     precision: Precision = "bf16",
 ) -> TrainingTime:
     """time = tokens x flops_per_token / (gpus x peak x mfu)."""
-    positive_int("tokens", tokens)
-    positive_int("gpus", gpus)
+    positive_int("tokens", tokens, maximum=MAX_TRAINING_TOKENS)
+    positive_int("gpus", gpus, maximum=MAX_GPUS)
     _mfu(mfu)
     per_token = training_flops_per_token(spec, seq_len)
     peak = _peak_flops(gpu, precision)
@@ -199,15 +206,15 @@ def inference_bounds(
     plus the KV cache of `batch` sequences at `context`. `mfu` scales the compute
     peak of both bounds (1.0: the hardware bound).
     """
-    positive_int("context", context)
-    positive_int("batch", batch)
+    positive_int("context", context, maximum=MAX_SEQUENCE_TOKENS)
+    positive_int("batch", batch, maximum=MAX_CONCURRENT_SEQUENCES)
     _mfu(mfu)
     card = get_gpu(gpu)
     w = weight_bytes(spec, weights_format)
     weights_read = w.main_bytes
     if spec.moe is not None:
         moe = spec.moe
-        experts_bytes = w.by_category.get("experts", 0)
+        experts_bytes = w.main_by_category.get("experts", 0)
         touched = min(moe.n_routed_experts, batch * moe.experts_per_token)
         weights_read -= experts_bytes * (moe.n_routed_experts - touched) // moe.n_routed_experts
     kv_read = kv_cache_bytes(spec, context=context, batch=batch, settings=kv).total_bytes

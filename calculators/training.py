@@ -45,8 +45,16 @@ from math import ceil
 from typing import Literal
 
 from calculators.checks import non_negative_int, one_of, positive_int
+from calculators.errors import InputError, shown
 from calculators.formats import get_format
 from calculators.gpus import get_gpu
+from calculators.limits import (
+    CONFIG_MAX,
+    MAX_GPUS,
+    MAX_LORA_RANK,
+    MAX_MICRO_BATCH,
+    MAX_SEQUENCE_TOKENS,
+)
 from calculators.lora import (
     ALL_ATTENTION,
     ALL_LINEAR,
@@ -56,7 +64,7 @@ from calculators.lora import (
 )
 from calculators.params import parameter_counts
 from calculators.reserves import Line, check_reserve_overrides, reserve_lines
-from calculators.spec import ModelSpec
+from calculators.spec import ModelSpec, position_warnings
 from calculators.tensors import model_tensors
 from calculators.training_activations import (
     ActivationSettings,
@@ -127,13 +135,15 @@ class TrainingQuery:
     reserves: dict[str, int | float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        positive_int("micro_batch", self.micro_batch)
-        positive_int("seq_len", self.seq_len)
+        positive_int("micro_batch", self.micro_batch, maximum=MAX_MICRO_BATCH)
+        positive_int("seq_len", self.seq_len, maximum=MAX_SEQUENCE_TOKENS)
         opt = get_optimizer(self.optimizer)
         get_precision(self.precision)
         one_of("optimizer_impl", self.optimizer_impl, ("foreach", "for-loop", "fused"))
         if self.optimizer_impl == "fused" and (opt.factored or opt.eight_bit):
-            raise ValueError(f"optimizer_impl fused is not available for {self.optimizer}")
+            raise InputError(
+                "optimizer_impl", f"optimizer_impl fused is not available for {self.optimizer}"
+            )
         one_of("checkpointing", self.checkpointing, ("none", "full", "selective"))
         one_of("attention", self.attention, ("sdpa", "eager"))
         one_of("dropout", self.dropout, (True, False))
@@ -142,24 +152,34 @@ class TrainingQuery:
             and not isinstance(self.capacity_factor, bool)
             and 1 <= self.capacity_factor <= 64
         ):
-            raise ValueError(
-                f"capacity_factor must be a number in [1, 64] or None, got {self.capacity_factor!r}"
+            raise InputError(
+                "capacity_factor",
+                f"capacity_factor must be a number in [1, 64] or None, "
+                f"got {shown(self.capacity_factor)}",
             )
         if self.lora_rank is not None:
-            positive_int("lora_rank", self.lora_rank)
+            positive_int("lora_rank", self.lora_rank, maximum=MAX_LORA_RANK)
         if not isinstance(self.lora_targets, tuple) or not self.lora_targets:
-            raise ValueError(f"lora_targets must be a non-empty tuple, got {self.lora_targets!r}")
+            raise InputError(
+                "lora_targets",
+                f"lora_targets must be a non-empty tuple, got {shown(self.lora_targets)}",
+            )
         if self.base_format is not None:
             if self.lora_rank is None:
-                raise ValueError(
+                raise InputError(
+                    "base_format",
                     f"base_format is the frozen base under LoRA; set lora_rank too "
-                    f"(got base_format={self.base_format!r})"
+                    f"(got base_format={shown(self.base_format)})",
                 )
-            get_format(self.base_format)
+            try:
+                get_format(self.base_format)
+            except InputError as e:
+                raise e.renamed("base_format", "base_format") from None
         one_of("zero_stage", self.zero_stage, (0, 1, 2, 3))
-        positive_int("gpus", self.gpus)
+        positive_int("gpus", self.gpus, maximum=MAX_GPUS)
         one_of("ddp_bucket_view", self.ddp_bucket_view, (True, False))
-        non_negative_int("prefetch", self.prefetch)
+        # A prefetch past the model's depth gathers nothing more: capped where it is used.
+        non_negative_int("prefetch", self.prefetch, maximum=CONFIG_MAX["num_hidden_layers"])
         check_reserve_overrides(self.reserves)
 
 
@@ -180,6 +200,7 @@ class TrainingMemory:
                    activations (kept at the end of forward) and peak (largest phase).
     lines:         every named line (model states, buffers, activation groups, the
                    step's temporaries), for tables and charts.
+    warnings:      a sequence length past the model's max_position_embeddings.
     """
 
     query: TrainingQuery
@@ -191,6 +212,7 @@ class TrainingMemory:
     peak_phase: str
     tokens_per_micro_batch: int
     assumptions: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     def phase(self, phase_id: str) -> int:
         """Bytes of the phase called `phase_id`."""
@@ -324,9 +346,13 @@ def _spec_states(spec: ModelSpec, q: TrainingQuery) -> _States:
 def _count_states(params: int, q: TrainingQuery) -> _States:
     pol, opt = get_precision(q.precision), get_optimizer(q.optimizer)
     if opt.factored:
-        raise ValueError("optimizer adafactor needs the model's tensor shapes: give a model")
+        raise InputError(
+            "optimizer", "optimizer adafactor needs the model's tensor shapes: give a model"
+        )
     if q.lora_rank is not None:
-        raise ValueError("lora_rank needs the model's layer shapes: give a model, not params")
+        raise InputError(
+            "lora_rank", "lora_rank needs the model's layer shapes: give a model, not params"
+        )
     notes = ["parameter count only: model states, no activations (give a model for those)"]
     if opt.eight_bit:
         notes.append("8-bit states: every tensor assumed to have at least 4096 elements")
@@ -371,9 +397,10 @@ def training_memory(
     """
     q = query
     if (spec is None) == (params is None):
-        raise ValueError("give exactly one of spec and params")
+        raise InputError("params", "give exactly one of spec and params")
     if spec is None:
-        positive_int("params", params)
+        # 10^18 parameters: far past any model, and the bytes stay exact integers
+        positive_int("params", params, maximum=10**18)
         assert params is not None
         st = _count_states(params, q)
     else:
@@ -395,7 +422,10 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
     # to the end of backward (the root is not resharded after forward); a layer unit is
     # gathered for its forward and its backward, with `prefetch` more ahead of it.
     root = st.root_param_bytes if sharded else 0
-    gathered = (1 + q.prefetch) * st.unit_param_bytes if sharded else 0
+    # A unit can only prefetch the layers that exist after it: at most all of them.
+    layers = spec.num_layers if spec is not None else 1
+    prefetched = min(q.prefetch, layers - 1)
+    gathered = (1 + prefetched) * st.unit_param_bytes if sharded else 0
     unsharded_grads = st.unit_grad_bytes if z >= 2 and n > 1 else 0
     # With an fp32 master the step reads fp32 gradients: each 16-bit gradient is cast and
     # freed (Apex O2 / torch.amp-style master weights; measured so on CPU).
@@ -460,7 +490,12 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
             id="gathered_parameters",
             label="ZeRO-3 / FSDP gathered layers",
             bytes=gathered,
-            basis=f"(1 + prefetch {q.prefetch}) x the largest layer's parameters",
+            basis=f"(1 + prefetch {prefetched}) x the largest layer's parameters"
+            + (
+                f" (prefetch {q.prefetch} capped: the model has {layers} layers)"
+                if prefetched < q.prefetch
+                else ""
+            ),
             source="ZeRO paper section 5.3; FSDP paper (arXiv:2304.11277) section 3.3",
         ),
         Line(
@@ -542,6 +577,7 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
         peak_phase=peak.id,
         tokens_per_micro_batch=q.micro_batch * q.seq_len,
         assumptions=st.notes + (spec.assumptions if spec is not None else ()),
+        warnings=position_warnings(spec, seq_len=q.seq_len) if spec is not None else (),
     )
 
 
@@ -706,7 +742,8 @@ def _card(gpu: str | None, visible_bytes: int | None, runtime: Runtime) -> tuple
     return visible_bytes, runtime
 
 
-MAX_MICRO_BATCH = 1 << 16
+# The largest micro-batch the search reports: beyond any card's memory at one token.
+MICRO_BATCH_SEARCH_CAP = 1 << 16
 
 
 def max_micro_batch(
@@ -720,7 +757,7 @@ def max_micro_batch(
     """The largest micro-batch (at `query.seq_len`) whose step fits the card, by bisection.
 
     0 when even one sequence does not fit (model states or one sequence's activations
-    exceed the card); capped at MAX_MICRO_BATCH. The total grows with the micro-batch
+    exceed the card); capped at MICRO_BATCH_SEARCH_CAP. The total grows with the micro-batch
     (activations are linear in it, model states constant), so bisection is exact.
     """
 
@@ -733,7 +770,7 @@ def max_micro_batch(
 
     if not fits(1):
         return 0
-    lo, hi = 1, MAX_MICRO_BATCH
+    lo, hi = 1, MICRO_BATCH_SEARCH_CAP
     if fits(hi):
         return hi
     while hi - lo > 1:

@@ -16,7 +16,7 @@ kB). Frameworks may add runtime buffers (rotary tables, workspace) not counted h
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from calculators.formats import (
@@ -42,6 +42,9 @@ class WeightsResult:
     by_category: bytes per `Tensor.category` (all tensors; sums to total_bytes).
     by_format:   bytes per format a tensor actually took (`TensorStorage.format_id`,
                  e.g. gptq-int4 and fp16, or gguf:Q4_K and gguf:Q6_K); sums to total_bytes.
+    main_by_category, main_by_format: the same without the MTP modules; each sums to
+                 main_bytes, the total a table of the main model sits under.
+    mtp_by_format: the MTP modules by format; sums to mtp_bytes.
     tensors:     one `TensorStorage` per `Tensor`, in input order.
     """
 
@@ -52,10 +55,13 @@ class WeightsResult:
     by_category: dict[str, int]
     by_format: dict[str, int]
     tensors: tuple[TensorStorage, ...]
+    main_by_category: dict[str, int] = field(default_factory=dict)
+    main_by_format: dict[str, int] = field(default_factory=dict)
+    mtp_by_format: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.main_bytes + self.mtp_bytes != self.total_bytes:
-            raise ValueError(
+            raise ValueError(  # an internal invariant, not a reader's input
                 f"total_bytes must equal main_bytes + mtp_bytes "
                 f"({self.main_bytes} + {self.mtp_bytes}); got {self.total_bytes}"
             )
@@ -86,6 +92,9 @@ def weight_bytes_of(
     stored: list[TensorStorage] = []
     by_category: dict[str, int] = {}
     by_format: dict[str, int] = {}
+    main_by_category: dict[str, int] = {}
+    main_by_format: dict[str, int] = {}
+    mtp_by_format: dict[str, int] = {}
     main = mtp = 0
     for t in tensors:
         s = tensor_storage(format_id, t, ctx, keep_unquantized=keep_unquantized)
@@ -94,8 +103,11 @@ def weight_bytes_of(
         by_format[s.format_id] = by_format.get(s.format_id, 0) + s.bytes
         if t.mtp:
             mtp += s.bytes
+            mtp_by_format[s.format_id] = mtp_by_format.get(s.format_id, 0) + s.bytes
         else:
             main += s.bytes
+            main_by_category[t.category] = main_by_category.get(t.category, 0) + s.bytes
+            main_by_format[s.format_id] = main_by_format.get(s.format_id, 0) + s.bytes
     return WeightsResult(
         format_id=format_id,
         total_bytes=main + mtp,
@@ -104,6 +116,9 @@ def weight_bytes_of(
         by_category=by_category,
         by_format=by_format,
         tensors=tuple(stored),
+        main_by_category=main_by_category,
+        main_by_format=main_by_format,
+        mtp_by_format=mtp_by_format,
     )
 
 

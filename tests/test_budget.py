@@ -7,12 +7,15 @@ from hypothesis import strategies as st
 from calculators.budget import (
     EXAMPLE_DISCOUNTS,
     EXAMPLE_PHASES,
+    SCHEDULE_MAX_PERIODS,
     Campaign,
     Package,
     Phase,
     campaign_budget,
     example_packages,
+    schedule_period_days,
 )
+from calculators.errors import InputError
 
 
 def test_worked_example():
@@ -176,3 +179,83 @@ def test_phase_hours_derived_from_throughput():
         10**9 * t.flops_per_token / (t.peak_flops_per_gpu * 0.4) / 3600
     )
     assert (phase.runs, phase.gpus_per_run) == (3, 4)
+
+
+def test_reruns_round_the_margin_as_typed():
+    # 100 runs at 7%: 7 reruns; ceil(100 * 0.07) is 8 in binary floating point
+    r = campaign_budget(
+        Campaign(
+            phases=(Phase(name="a", runs=100, gpu_hours_per_run=1.0),),
+            gpus=1,
+            price_per_gpu_hour=1.0,
+            margin=0.07,
+        )
+    )
+    assert r.phases[0].reruns == 7
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.integers(1, 10_000), hundredths=st.integers(0, 999))
+def test_reruns_are_the_exact_ceiling(runs, hundredths):
+    margin = float(f"{hundredths / 100:.2f}")
+    r = campaign_budget(
+        Campaign(
+            phases=(Phase(name="a", runs=runs, gpu_hours_per_run=1.0),),
+            gpus=1,
+            price_per_gpu_hour=1.0,
+            margin=margin,
+        )
+    )
+    assert r.phases[0].reruns == -(-runs * hundredths // 100)
+
+
+LONG_PHASES = st.lists(
+    st.builds(
+        Phase,
+        name=st.sampled_from(["a", "b", "c"]),
+        runs=st.integers(1, 1_000_000),
+        gpu_hours_per_run=st.floats(0.01, 1e9),
+        gpus_per_run=st.integers(1, 2),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(phases=LONG_PHASES, gpus=st.integers(2, 64))
+def test_schedule_of_any_length_is_bounded_and_sums_to_the_total(phases, gpus):
+    r = campaign_budget(Campaign(phases=tuple(phases), gpus=gpus, price_per_gpu_hour=1.0))
+    assert 1 <= len(r.schedule) <= SCHEDULE_MAX_PERIODS
+    period = r.schedule_period_days
+    assert period in (1, 7, 30) or period % 365 == 0
+    # the shortest period that keeps the rows bounded
+    assert len(r.schedule) == -(-r.wall_hours // (24 * period))
+    total = sum(sum(row.values()) for row in r.schedule)
+    assert total == pytest.approx(r.gpu_hours, rel=1e-9)
+
+
+def test_schedule_periods_by_campaign_length():
+    assert schedule_period_days(24 * 60) == 1
+    assert schedule_period_days(24 * 61) == 7
+    assert schedule_period_days(24 * 7 * 61) == 30
+    assert schedule_period_days(24 * 30 * 61) == 365
+    assert schedule_period_days(24 * 365 * 61) == 730
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: Phase(name="a", runs=1, gpu_hours_per_run=1e300), "at most 1e"),
+        (lambda: Phase(name="a", runs=10**7, gpu_hours_per_run=1), "runs must be at most"),
+        (lambda: Package(days=10**6, gpus=1, price_usd=1, label="x"), "days must be at most"),
+        (
+            lambda: Campaign(phases=EXAMPLE_PHASES, gpus=1, price_per_gpu_hour=1, margin=10),
+            r"margin must be a number in \[0, 10.0\)",
+        ),
+    ],
+)
+def test_bounds_are_refused_with_their_field(make, match):
+    with pytest.raises(InputError, match=match) as e:
+        make()
+    assert e.value.field in ("phase", "package", "margin")

@@ -807,3 +807,18 @@ def test_all_sliding_cache_is_bounded(layers, kv, context):
         layer.window * layer_bytes_per_token(spec, layer, KVSettings()) for layer in spec.layers
     )
     assert _total(spec, context) <= bound
+
+
+def test_a_context_past_the_model_limit_is_computed_and_warned():
+    spec = ModelSpec.from_hf_config(load_preset("gemma-2-2b"))
+    assert spec.max_position_embeddings == 8192  # google/gemma-2-2b config.json
+    inside = kv_cache_bytes(spec, context=8192)
+    past = kv_cache_bytes(spec, context=8193)
+    assert inside.warnings == ()
+    (warning,) = past.warnings
+    assert "context 8,193 tokens" in warning and "max_position_embeddings (8,192)" in warning
+    assert past.total_bytes > inside.total_bytes
+    static = kv_cache_bytes(
+        spec, context=100, settings=KVSettings(allocation="static"), max_length=10_000
+    )
+    assert len(static.warnings) == 1 and "max_length 10,000" in static.warnings[0]

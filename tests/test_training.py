@@ -400,3 +400,15 @@ def test_bad_calls():
         training_memory(spec, TrainingQuery(lora_rank=4, lora_targets=("c_attn",)))
     with pytest.raises(ValueError, match="visible_bytes must be a positive integer"):
         training_fit(spec, TrainingQuery(), gpu=None, visible_bytes=0)
+
+
+def test_prefetch_is_capped_at_the_layers_that_exist():
+    # Llama 3.1 8B has 32 layers: one gathered plus at most 31 prefetched. A prefetch of
+    # 500 kept adding gathered layers before (400+ GiB for an 8B model).
+    spec = preset("llama-3.1-8b")
+    at = {p: training_memory(spec, TrainingQuery(zero_stage=3, gpus=8, prefetch=p, seq_len=128))
+          for p in (31, 500)}  # fmt: skip
+    layer = 2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+    assert at[500].line("gathered_parameters").bytes == 32 * 2 * layer
+    assert at[500].peak_bytes == at[31].peak_bytes
+    assert "capped" in at[500].line("gathered_parameters").basis

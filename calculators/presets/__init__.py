@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from calculators.errors import InputError, shown
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -61,8 +63,8 @@ def get_preset(preset_id: str) -> Preset:
     try:
         return presets()[preset_id]
     except KeyError:
-        raise ValueError(
-            f"model must be one of {', '.join(preset_ids())}; got {preset_id!r}"
+        raise InputError(
+            "model", f"model must be one of {', '.join(preset_ids())}; got {shown(preset_id)}"
         ) from None
 
 
