@@ -25,6 +25,7 @@ from calculators.budget import (
     phase_from_tokens,
 )
 from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
+from calculators.errors import InputError, shown
 from calculators.formats import FORMATS
 from calculators.gpus import GPUS
 from calculators.kv_cache import (
@@ -36,6 +37,7 @@ from calculators.kv_cache import (
 )
 from calculators.kv_formats import KV_FORMATS
 from calculators.params import parameter_counts
+from calculators.parsing import parse_float, parse_int, parse_number, parse_numbers
 from calculators.presets import get_preset, load_preset, preset_ids
 from calculators.render import table
 from calculators.seeds import (
@@ -44,7 +46,7 @@ from calculators.seeds import (
     paired_difference,
     seeds_needed,
 )
-from calculators.spec import ModelSpec
+from calculators.spec import ModelSpec, position_warnings
 from calculators.throughput import inference_bounds, training_time
 from calculators.training import (
     DEFAULT_LORA_TARGETS,
@@ -53,15 +55,19 @@ from calculators.training import (
     max_micro_batch,
     training_fit,
 )
-from calculators.units import GIB, format_count, format_gib
+from calculators.units import format_count, format_gib, gib_to_bytes
 from calculators.weights import weight_bytes
 
 # An argparse.Namespace or a types.SimpleNamespace with the subcommand's DEFAULTS keys.
 Args = Any
 
 
-class UsageError(Exception):
-    """A bad command line, reported in one line."""
+class UsageError(InputError):
+    """A bad command line as a whole (flags that do not go together), in one line;
+    `field` is the input to fix, '' when no single one is to blame."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(field, message, subject="")
 
 
 def _load_spec(args: Args) -> ModelSpec:
@@ -70,20 +76,23 @@ def _load_spec(args: Args) -> ModelSpec:
             with open(args.config, encoding="utf-8") as f:
                 config = json.load(f)
         except OSError as e:
-            raise UsageError(f"config {args.config!r} cannot be read: {e.strerror}") from None
+            raise UsageError(
+                f"config {shown(args.config)} cannot be read: {e.strerror}", "config"
+            ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UsageError(f"config {args.config!r} is not valid JSON: {e}") from None
-        return ModelSpec.from_hf_config(config, name=args.config)
+            raise UsageError(
+                f"config {shown(args.config)} is not valid JSON: {e}", "config"
+            ) from None
+        try:
+            return ModelSpec.from_hf_config(config, name=args.config)
+        except ValueError as e:  # a config's keys are one input: the file
+            raise UsageError(str(e), "config") from None
     get_preset(args.model)
     return ModelSpec.from_hf_config(load_preset(args.model), name=args.model)
 
 
-def _gib_to_bytes(flag: str, value: float | None) -> int | None:
-    if value is None:
-        return None
-    if not value >= 0:
-        raise ValueError(f"{flag} must be a non-negative number of GiB, got {value!r}")
-    return int(value * GIB)
+def _gib_to_bytes(field: str, value: float | None, *, allow_zero: bool = False) -> int | None:
+    return None if value is None else gib_to_bytes(field, value, allow_zero=allow_zero)
 
 
 def _kv_settings(args: Args) -> KVSettings:
@@ -102,15 +111,18 @@ def _keep(args: Args) -> frozenset[str] | None:
 
 
 def _reserves(pairs: list[str]) -> dict[str, int | float]:
+    """ID=VALUE pairs: bytes as whole numbers (536870912 or 5.12e8), fractions as 0.1."""
     out: dict[str, int | float] = {}
     for pair in pairs:
         rid, sep, value = pair.partition("=")
         if not sep:
-            raise UsageError(f"--reserve must be ID=VALUE, got {pair!r}")
+            raise UsageError(f"--reserve must be ID=VALUE, got {shown(pair)}", "reserve")
         try:
-            out[rid] = float(value) if "." in value else int(value)
-        except ValueError:
-            raise UsageError(f"--reserve {rid} must be a number, got {value!r}") from None
+            out[rid] = parse_number("reserve", value)
+        except InputError:
+            raise UsageError(
+                f"--reserve {shown(rid)} must be a number, got {shown(value)}", "reserve"
+            ) from None
     return out
 
 
@@ -135,8 +147,10 @@ def cmd_weights(args: Args) -> tuple[dict[str, Any], str]:
         },
         "weight_bytes": w.main_bytes,
         "mtp_weight_bytes": w.mtp_bytes,
-        "bytes_by_category": w.by_category,
-        "bytes_by_format": w.by_format,
+        # the rows under weight_bytes add up to it; the MTP modules are apart
+        "bytes_by_category": w.main_by_category,
+        "bytes_by_format": w.main_by_format,
+        "mtp_bytes_by_format": w.mtp_by_format,
         "assumptions": list(spec.assumptions),
     }
     rows = [[line, format_count(n), f"{n:,}"] for line, n in counts.by_line.items() if n]
@@ -153,7 +167,7 @@ def cmd_weights(args: Args) -> tuple[dict[str, Any], str]:
             "",
             table(
                 ["weights in " + args.format, "GiB", "bytes"],
-                [[fmt, format_gib(b), f"{b:,}"] for fmt, b in w.by_format.items()]
+                [[fmt, format_gib(b), f"{b:,}"] for fmt, b in w.main_by_format.items()]
                 + [["total (main model)", format_gib(w.main_bytes), f"{w.main_bytes:,}"]]
                 + _mtp_rows(w.mtp_bytes),
             ),
@@ -182,6 +196,7 @@ def _kv_json(r: KVCacheResult) -> dict[str, Any]:
         "scale_bytes": r.scale_bytes,
         "total_bytes": r.total_bytes,
         "lines": [vars(line) for line in r.lines],
+        "warnings": list(r.warnings),
     }
 
 
@@ -207,9 +222,10 @@ def cmd_kv_cache(args: Args) -> tuple[dict[str, Any], str]:
     rows.append(["total", f"{r.bytes_per_token:,}", "", format_gib(r.total_bytes)])
     text = [
         f"{spec.name}: KV cache, {r.batch} x {r.context} tokens, {r.kv_format}, {r.allocation}",
+        *_warning_lines(r.warnings),
         table(["layers", "bytes/token", "tokens held", "GiB"], rows),
     ]
-    free = _gib_to_bytes("--free-gib", args.free_gib)
+    free = _gib_to_bytes("free_gib", args.free_gib, allow_zero=True)
     if free is not None:
         limit = max_context(spec, free_bytes=free, batch=args.batch, settings=settings)
         seqs = max_sequences(
@@ -242,6 +258,7 @@ def _envelope_json(r: EnvelopeResult) -> dict[str, Any]:
         "headroom_bytes": r.headroom_bytes,
         "fits": r.fits,
         "cards": [{**vars(c), "fits": c.fits} for c in r.cards],
+        "warnings": list(r.warnings),
     }
 
 
@@ -259,13 +276,14 @@ def cmd_envelope(args: Args) -> tuple[dict[str, Any], str]:
         keep_unquantized=_keep(args),
         reserves=_reserves(args.reserve),
     )
-    visible = _gib_to_bytes("--memory-gib", args.memory_gib)
+    visible = _gib_to_bytes("memory_gib", args.memory_gib)
     gpu = None if visible is not None else args.gpu
     r = memory_envelope(spec, query, gpu=gpu, visible_bytes=visible, runtime=args.runtime)
     card = gpu or f"a card with {format_gib(r.visible_bytes)} visible"
     verdict = "fits" if r.fits else "does NOT fit"
     text = [
         f"{spec.name}: {args.batch} x {args.context} tokens on {card}",
+        *_warning_lines(r.warnings),
         table(
             ["line", "GiB", "basis"],
             [[line.label, format_gib(line.bytes), line.basis] for line in r.lines]
@@ -294,6 +312,7 @@ def _training_json(fit: TrainingFit) -> dict[str, Any]:
         "headroom_bytes": fit.headroom_bytes,
         "fits": fit.fits,
         "assumptions": list(m.assumptions),
+        "warnings": list(m.warnings),
     }
 
 
@@ -332,18 +351,19 @@ def cmd_training(args: Args) -> tuple[dict[str, Any], str]:
         prefetch=args.prefetch,
         reserves=_reserves(args.reserve),
     )
-    visible = _gib_to_bytes("--memory-gib", args.memory_gib)
+    visible = _gib_to_bytes("memory_gib", args.memory_gib)
     gpu = None if visible is not None else args.gpu
     card = dict(gpu=gpu, visible_bytes=visible, runtime=args.runtime)
     fit = training_fit(spec, query, params=args.params, **card)
     m = fit.memory
     name = spec.name if spec is not None else f"{args.params:,} parameters"
     data = {"model": name, **_training_json(fit)}
-    where = gpu or f"a card with {format_gib(fit.visible_bytes)} visible"
+    where = gpu or "the card given by its memory"
     text = [
         f"{name}: training step per GPU, {query.micro_batch} x {query.seq_len:,} tokens, "
         f"{query.precision}, {query.optimizer} ({query.optimizer_impl}), "
         f"ZeRO-{query.zero_stage} on {query.gpus} GPU(s)",
+        *_warning_lines(m.warnings),
         f"Trainable parameters: {m.trainable_parameters:,} of {m.total_parameters:,}",
         "",
         table(
@@ -364,7 +384,7 @@ def cmd_training(args: Args) -> tuple[dict[str, Any], str]:
             [[r.label, format_gib(r.bytes), r.basis] for r in fit.reserves]
             + [["total", format_gib(fit.total_bytes), ""]],
         ),
-        f"\nVisible memory on {where} {format_gib(fit.visible_bytes)}: "
+        f"\nVisible memory on {where}: {format_gib(fit.visible_bytes)}; "
         f"{'fits' if fit.fits else 'does NOT fit'}, headroom {format_gib(fit.headroom_bytes)}",
     ]
     if spec is not None:
@@ -398,13 +418,16 @@ def cmd_throughput(args: Args) -> tuple[dict[str, Any], str]:
         kv=_kv_settings(args),
         precision=args.precision,
     )
+    warnings = position_warnings(spec, seq_len=args.seq_len, context=args.context)
     data = {
         "model": spec.name,
         "training": {**vars(t), "gpu_hours": t.gpu_hours},
         "inference": vars(b),
+        "warnings": list(warnings),
     }
     text = [
         f"{spec.name} on {args.gpus} x {args.gpu}, {args.precision}, MFU {args.mfu:.0%}",
+        *_warning_lines(warnings),
         f"Training: {t.flops_per_token:.4g} FLOPs per token at sequence {args.seq_len:,}; "
         f"{args.tokens:,} tokens take {t.seconds / 3600:,.2f} h wall clock "
         f"({t.gpu_hours:,.1f} GPU-hours, {t.tokens_per_second:,.0f} tokens/s)",
@@ -421,13 +444,15 @@ def cmd_batch(args: Args) -> tuple[dict[str, Any], str]:
     accumulation = args.accumulation
     if args.global_batch is not None:
         if args.accumulation is not None:
-            raise UsageError("give --accumulation or --global-batch, not both")
+            raise UsageError("give --accumulation or --global-batch, not both", "accumulation")
         accumulation = accumulation_for(args.global_batch, args.micro_batch, args.gpus)
         data["accumulation_steps"] = accumulation
+    elif accumulation is None:
+        accumulation = 1  # an absent flag; 0 typed is refused by BatchQuery
     r = effective_batch(
         BatchQuery(
             micro_batch=args.micro_batch,
-            accumulation=accumulation or 1,
+            accumulation=accumulation,
             gpus=args.gpus,
             seq_len=args.seq_len,
             packing=args.mean_tokens is None,
@@ -436,7 +461,7 @@ def cmd_batch(args: Args) -> tuple[dict[str, Any], str]:
     )
     data.update(vars(r))
     text = [
-        f"{args.micro_batch} per micro-batch x {accumulation or 1} accumulation steps x "
+        f"{args.micro_batch} per micro-batch x {accumulation} accumulation steps x "
         f"{args.gpus} GPUs = {r.sequences_per_update:,} sequences per update",
         f"{r.tokens_per_update:,} tokens per update"
         + (
@@ -449,35 +474,42 @@ def cmd_batch(args: Args) -> tuple[dict[str, Any], str]:
     return data, "\n".join(text)
 
 
-def _fields(flag: str, text: str, n_min: int, n_max: int) -> list[str]:
+def _fields(field: str, text: str, names: tuple[str, ...], required: int) -> list[str]:
+    """The ':'-separated parts of one --phase or --package value."""
     parts = text.split(":")
-    if not n_min <= len(parts) <= n_max:
-        raise UsageError(
-            f"{flag} must have {n_min} to {n_max} fields separated by ':', got {text!r}"
-        )
+    if not required <= len(parts) <= len(names):
+        form = ":".join(names[:required]) + "".join(f"[:{n}]" for n in names[required:])
+        raise UsageError(f"--{field} must be {form}, got {shown(text)}", field)
     return parts
 
 
-def _number(flag: str, text: str, kind: type) -> Any:
+def _part(field: str, text: str, name: str, value: str, parse: Callable[[str, str], Any]) -> Any:
+    """One part of a --phase or --package value, parsed; the error names the part."""
     try:
-        return kind(text)
-    except ValueError:
-        raise UsageError(f"{flag} field must be a number, got {text!r}") from None
+        return parse(name, value)
+    except InputError as e:
+        raise UsageError(f"--{field} {shown(text)}: {e}", field) from None
 
 
-def _budget_phase(args: Args, f: list[str]) -> Phase:
+_PHASE = ("NAME", "RUNS", "GPU_HOURS", "GPUS")
+
+
+def _budget_phase(args: Args, text: str) -> Phase:
     """NAME:RUNS:GPU_HOURS[:GPUS], or NAME:RUNS:tokens=N[:GPUS] derived from throughput."""
-    runs = _number("--phase", f[1], int)
-    gpus = _number("--phase", f[3], int) if len(f) == 4 else 1
+    f = _fields("phase", text, _PHASE, 3)
+    runs = _part("phase", text, "RUNS", f[1], parse_int)
+    gpus = _part("phase", text, "GPUS", f[3], parse_int) if len(f) == 4 else 1
     if not f[2].startswith("tokens="):
-        hours = _number("--phase", f[2], float)
+        hours = _part("phase", text, "GPU_HOURS", f[2], parse_float)
         return Phase(name=f[0], runs=runs, gpu_hours_per_run=hours, gpus_per_run=gpus)
     if args.model is None and args.config is None:
-        raise UsageError(f"--phase {f[0]}: tokens= needs --model or --config to derive hours")
+        raise UsageError(
+            f"--phase {shown(f[0])}: tokens= needs --model or --config to derive hours", "phase"
+        )
     return phase_from_tokens(
         f[0],
         runs=runs,
-        tokens_per_run=_number("--phase", f[2].removeprefix("tokens="), int),
+        tokens_per_run=_part("phase", text, "tokens", f[2].removeprefix("tokens="), parse_int),
         spec=_load_spec(args),
         seq_len=args.seq_len,
         gpu=args.gpu,
@@ -486,21 +518,22 @@ def _budget_phase(args: Args, f: list[str]) -> Phase:
     )
 
 
+def _budget_package(text: str) -> Package:
+    """DAYS:GPUS:USD."""
+    f = _fields("package", text, ("DAYS", "GPUS", "USD"), 3)
+    return Package(
+        days=_part("package", text, "DAYS", f[0], parse_int),
+        gpus=_part("package", text, "GPUS", f[1], parse_int),
+        price_usd=_part("package", text, "USD", f[2], parse_float),
+        label=f"{f[0]}-day offer",
+    )
+
+
 def cmd_budget(args: Args) -> tuple[dict[str, Any], str]:
     phases = EXAMPLE_PHASES
     if args.phase:
-        phases = tuple(_budget_phase(args, _fields("--phase", text, 3, 4)) for text in args.phase)
-    packages = None
-    if args.package:
-        packages = tuple(
-            Package(
-                days=_number("--package", f[0], int),
-                gpus=_number("--package", f[1], int),
-                price_usd=_number("--package", f[2], float),
-                label=f"{f[0]}-day offer",
-            )
-            for f in (_fields("--package", text, 3, 3) for text in args.package)
-        )
+        phases = tuple(_budget_phase(args, text) for text in args.phase)
+    packages = tuple(_budget_package(text) for text in args.package) if args.package else None
     r = campaign_budget(
         Campaign(
             phases=phases,
@@ -521,10 +554,11 @@ def cmd_budget(args: Args) -> tuple[dict[str, Any], str]:
         "cost_per_decision": r.cost_per_decision,
         "packages": [vars(k) for k in r.packages],
         "schedule": list(r.schedule),
+        "schedule_period_days": r.schedule_period_days,
         "example_phases": not args.phase,
     }
     rows = [
-        [p.name, f"{p.runs} + {p.reruns}", f"{p.gpu_hours:,.1f}", f"{p.wall_hours:,.1f}"]
+        [p.name, f"{p.runs:,} + {p.reruns:,}", f"{p.gpu_hours:,.1f}", f"{p.wall_hours:,.1f}"]
         for p in r.phases
     ]
     rows.append(["total", "", f"{r.gpu_hours:,.1f}", f"{r.wall_hours:,.1f}"])
@@ -536,7 +570,7 @@ def cmd_budget(args: Args) -> tuple[dict[str, Any], str]:
             else ""
         )
         + table(["phase", "runs + reruns", "GPU-hours", "wall hours"], rows),
-        f"\n{r.wall_days:.2f} days on {args.gpus} GPUs; ${r.cost_usd:,.2f} at "
+        f"\n{r.wall_days:,.2f} days on {args.gpus:,} GPUs; ${r.cost_usd:,.2f} at "
         f"${args.price:,.2f} per GPU-hour"
         + ("" if r.cost_per_decision is None else f", ${r.cost_per_decision:,.2f} per decision"),
         table(
@@ -554,21 +588,23 @@ def cmd_budget(args: Args) -> tuple[dict[str, Any], str]:
         "Cheapest package that covers the plan: " + (best.label if best else "none"),
         "",
         table(
-            ["day", "GPU-hours by phase"],
+            ["day" if r.schedule_period_days == 1 else "days", "GPU-hours by phase"],
             [
-                [str(i + 1), ", ".join(f"{n} {h:,.1f}" for n, h in day.items())]
-                for i, day in enumerate(r.schedule)
+                [
+                    period_label(i, r.schedule_period_days),
+                    ", ".join(f"{n} {h:,.1f}" for n, h in row.items()),
+                ]
+                for i, row in enumerate(r.schedule)
             ],
         ),
     ]
     return data, "\n".join(text)
 
 
-def _scores(flag: str, text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+def period_label(index: int, period_days: int) -> str:
+    """Row `index` (from 0) of a schedule in periods of `period_days`: '3' or '8-14'."""
+    first = index * period_days + 1
+    return str(first) if period_days == 1 else f"{first:,}-{first + period_days - 1:,}"
 
 
 def cmd_seeds(args: Args) -> tuple[dict[str, Any], str]:
@@ -579,7 +615,9 @@ def cmd_seeds(args: Args) -> tuple[dict[str, Any], str]:
             raise UsageError("--a and --b must be given together")
         r = paired_difference(
             PairedComparison(
-                a=_scores("--a", args.a), b=_scores("--b", args.b), confidence=args.confidence
+                a=parse_numbers("a", args.a),
+                b=parse_numbers("b", args.b),
+                confidence=args.confidence,
             )
         )
         data["paired"] = {**vars(r), "excludes_zero": r.excludes_zero}
@@ -653,6 +691,10 @@ def cmd_formats(args: Args) -> tuple[Any, str]:
     return data, text
 
 
+def _warning_lines(warnings: tuple[str, ...]) -> list[str]:
+    return [f"WARNING: {w}" for w in warnings]
+
+
 def _assumption_lines(spec: ModelSpec) -> list[str]:
     return (
         ["", "Read from config.json:", *(f"  - {a}" for a in spec.assumptions)]
@@ -662,6 +704,25 @@ def _assumption_lines(spec: ModelSpec) -> list[str]:
 
 
 # ---- flags and their defaults, per subcommand ----------------------------------------
+
+
+def run(command: str, args: Args) -> tuple[Any, str]:
+    """Run subcommand `command`; an InputError names the command's own input.
+
+    The calculators' dataclasses name a bad value by their field (price_per_gpu_hour);
+    the reader typed it into the command's input (--price): `RENAMED` maps one to the
+    other, and the message then starts with the flag.
+    """
+    try:
+        return COMMANDS[command](args)
+    except InputError as e:
+        name = RENAMED.get(command, {}).get(e.field, e.field)
+        if name in DEFAULTS[command] and e.subject:
+            raise e.renamed(name, "--" + name.replace("_", "-")) from None
+        if name in DEFAULTS[command]:
+            raise InputError(name, str(e), subject="") from None
+        raise
+
 
 COMMANDS: dict[str, Callable[[Args], tuple[Any, str]]] = {
     "weights": cmd_weights,
@@ -774,4 +835,20 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "presets": {"json": False},
     "gpus": {"json": False},
     "formats": {"json": False},
+}
+
+# Fields of the calculators' dataclasses and functions that a command's input feeds under
+# another name: {command: {field: input}}.
+RENAMED: dict[str, dict[str, str]] = {
+    "kv-cache": {"free_bytes": "free_gib"},
+    "envelope": {
+        "weights_format": "format",
+        "visible_bytes": "memory_gib",
+        "reserves": "reserve",
+        "kv": "kv_format",
+    },
+    "training": {"zero_stage": "zero", "visible_bytes": "memory_gib", "reserves": "reserve"},
+    "throughput": {"weights_format": "format"},
+    "batch": {"mean_sequence_tokens": "mean_tokens"},
+    "budget": {"price_per_gpu_hour": "price", "tokens": "phase"},
 }

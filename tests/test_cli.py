@@ -274,8 +274,14 @@ BAD = [
         "context must be a positive integer, got 0",
     ),
     (["kv-cache", "--model", "gpt2", "--context", "8", "--batch", "0"], "batch"),
-    (["kv-cache", "--model", "gpt2", "--context", "abc"], "--context: invalid int value: 'abc'"),
-    (["kv-cache", "--model", "gpt2", "--context", "8", "--kv-format", "fp4"], "kv_format"),
+    (
+        ["kv-cache", "--model", "gpt2", "--context", "abc"],
+        "--context: must be a whole number, got 'abc'",
+    ),
+    (
+        ["kv-cache", "--model", "gpt2", "--context", "8", "--kv-format", "fp4"],
+        "--kv-format must be one of",
+    ),
     (["weights", "--model", "gpt2", "--format", "q4"], "format must be one of"),
     (["weights", "--model", "llama-4"], "model must be one of .*'llama-4'"),
     (["envelope", "--model", "gpt2", "--context", "8", "--gpu", "h300"], "'h300'"),
@@ -283,15 +289,21 @@ BAD = [
     (["weights"], "--config --model is required"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["seeds"], "give --a and --b"),
-    (["budget", "--price", "0"], "price_per_gpu_hour must be a positive number, got 0"),
-    (["budget", "--price", "2", "--phase", "x:1"], "--phase must have 3 to 4 fields"),
-    (["budget", "--price", "2", "--phase", "x:a:1"], "--phase field must be a number"),
+    (["budget", "--price", "0"], "--price must be a positive number, got 0"),
+    (
+        ["budget", "--price", "2", "--phase", "x:1"],
+        r"--phase must be NAME:RUNS:GPU_HOURS\[:GPUS\], got 'x:1'",
+    ),
+    (
+        ["budget", "--price", "2", "--phase", "x:a:1"],
+        "--phase 'x:a:1': RUNS must be a whole number, got 'a'",
+    ),
     (["budget", "--price", "2", "--phase", "x:0:1"], "x: runs must be a positive"),
     (
         ["batch", "--micro-batch", "3", "--gpus", "4", "--seq-len", "8", "--global-batch", "100"],
-        "global_batch 100 is not a multiple",
+        "--global-batch 100 is not a multiple",
     ),
-    (["batch", "--micro-batch", "0", "--seq-len", "8"], "micro_batch must be a positive"),
+    (["batch", "--micro-batch", "0", "--seq-len", "8"], "--micro-batch must be a positive"),
     (
         [
             "batch",
@@ -309,15 +321,18 @@ BAD = [
     (["throughput", "--model", "gpt2", "--context", "8", "--mfu", "2"], "mfu must be in"),
     (["throughput", "--model", "gpt2", "--context", "8", "--gpus", "0"], "gpus must be a"),
     (["training", "--params", "0"], "params must be a positive integer, got 0"),
-    (["training", "--params", "10", "--zero", "5"], "zero_stage must be one of 0, 1, 2, 3; got 5"),
+    (["training", "--params", "10", "--zero", "5"], "--zero must be one of 0, 1, 2, 3; got 5"),
     (["training", "--params", "10", "--precision", "fp4"], "precision must be one of"),
     (["training", "--params", "10", "--optimizer", "lion"], "optimizer must be one of"),
-    (["training", "--model", "gpt2", "--micro-batch", "0"], "micro_batch must be a positive"),
+    (["training", "--model", "gpt2", "--micro-batch", "0"], "--micro-batch must be a positive"),
     (["training", "--model", "gpt2", "--checkpointing", "half"], "checkpointing must be one"),
     (["training", "--model", "gpt2", "--lora-rank", "4", "--lora-targets", "x"], "'x' matches"),
     (["training", "--model", "gpt2", "--base-format", "nf4-dq"], "set lora_rank too"),
     (["training", "--params", "10", "--optimizer", "adafactor"], "needs the model's tensor"),
-    (["training", "--params", "10", "--memory-gib", "-1"], "--memory-gib must be a non-neg"),
+    (
+        ["training", "--params", "10", "--memory-gib", "-1"],
+        "--memory-gib must be a positive number of GiB, got -1",
+    ),
     (["training", "--params", "10", "--gpu", "h900"], "gpu"),
     (["training"], "one of the arguments --config --model --params is required"),
     (["training", "--params", "9", "--fsdp", "hybrid"], "--fsdp must be full-shard or shard"),
@@ -325,7 +340,7 @@ BAD = [
     (["budget", "--price", "2", "--phase", "x:1:tokens=9"], "tokens= needs --model or --config"),
     (["seeds", "--a", "1,2"], "--a and --b must be given together"),
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
-    (["seeds", "--sd-difference", "0", "--seeds", "5"], "sd_difference must be a positive"),
+    (["seeds", "--sd-difference", "0", "--seeds", "5"], "--sd-difference must be a positive"),
     (["seeds", "--sd-difference", "1", "--seeds", "1"], "seeds must be at least 2, got 1"),
     (["seeds", "--sd-difference", "1", "--seeds", "5", "--power", "2"], "power must be in"),
 ]
@@ -376,5 +391,127 @@ def test_real_process_exits_2_without_traceback():
         check=False,
     )
     assert proc.returncode == 2
-    assert proc.stderr == "error: context must be a positive integer, got -4\n"
+    assert proc.stderr == "error: --context must be a positive integer, got -4\n"
     assert "Traceback" not in proc.stderr
+
+
+# ---- degenerate and extreme input: one error line or a right answer, bounded -----------
+
+
+def one_error_line(capsys, *argv):
+    """Run argv; it must end with exit 2 and one `error:` line on stderr; that line."""
+    assert main(list(argv)) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        # int(value * GIB) on infinity raised OverflowError before
+        (["kv-cache", "--model", "gpt2", "--context", "8", "--free-gib", "inf"], "--free-gib"),
+        (
+            ["kv-cache", "--model", "gpt2", "--context", "8", "--free-gib", "1e300"],
+            r"--free-gib must be at most 1,048,576 GiB",
+        ),
+        (["envelope", "--model", "gpt2", "--context", "8", "--memory-gib", "inf"], "--memory-gib"),
+        (
+            ["training", "--model", "gpt2", "--memory-gib", "1e300"],
+            r"--memory-gib must be at most 1,048,576 GiB",
+        ),
+        (["envelope", "--model", "gpt2", "--context", "8", "--memory-gib", "0"], "positive"),
+        # a phase of 1e300 GPU-hours never finished before
+        (["budget", "--price", "1", "--phase", "a:1:1e300"], r"at most 1e\+09, got 1e\+300"),
+        # 0 was silently taken as 1, while -3 was refused
+        (["batch", "--micro-batch", "1", "--seq-len", "8", "--accumulation", "0"], "--accum"),
+        (["seeds", "--effect", "inf", "--sd-difference", "1"], "effect"),
+        (
+            ["kv-cache", "--model", "gpt2", "--context", "10000000000"],
+            "--context must be at most 1,073,741,824",
+        ),
+    ],
+)
+def test_extreme_values_are_one_error_line(capsys, argv, match):
+    assert re.search(match, one_error_line(capsys, *argv))
+
+
+def test_a_config_past_plausibility_is_refused_before_allocating(capsys, tmp_path):
+    config = load_preset("llama-3.1-8b")
+    config["num_hidden_layers"] = 2**40  # built 2^40 layer entries before: MemoryError
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    line = one_error_line(capsys, "weights", "--config", str(path))
+    assert "'num_hidden_layers' must be at most 1,024" in line
+    assert "1,099,511,627,776" in line
+
+
+def test_a_long_bad_value_is_quoted_short(capsys):
+    line = one_error_line(capsys, "seeds", "--a", "1," * 10_000 + "x", "--b", "1,2")
+    assert len(line) < 200 and "characters" in line
+
+
+def test_long_campaigns_are_summarised_in_bounded_rows(capsys):
+    # 100,000 runs of 1,000 GPU-hours on one GPU: 5 million days; one row per day before
+    data = run_json(capsys, "budget", "--price", "1", "--phase", "x:100000:1000")
+    assert len(data["schedule"]) <= 60
+    assert data["schedule_period_days"] % 365 == 0
+    assert sum(sum(p.values()) for p in data["schedule"]) == pytest.approx(data["gpu_hours"])
+    assert main(["budget", "--price", "1", "--phase", "x:100000:1000"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) < 100
+
+
+def test_whole_numbers_in_scientific_notation(capsys):
+    # refused as "not a number" before
+    data = run_json(
+        capsys, "budget", "--price", "1", "--phase", "a:1:tokens=1e9", "--model", "gpt2"
+    )
+    assert data["phases"][0]["runs"] == 1
+    data = run_json(
+        capsys, "envelope", "--model", "gpt2", "--context", "8", "--reserve",
+        "runtime_context=1e9",
+    )  # fmt: skip
+    line = next(x for x in data["lines"] if x["id"] == "runtime_context")
+    assert line["bytes"] == 10**9
+
+
+def test_negative_scores_need_no_equals_sign(capsys):
+    # argparse took "-1.2,0.3" for an unknown option before
+    data = run_json(capsys, "seeds", "--a", "-1.2,-0.3,-0.5", "--b", "-1.0,-0.1,-0.2")
+    assert data["paired"]["seeds"] == 3
+
+
+def test_context_past_the_model_limit_is_computed_with_a_warning(capsys):
+    data = run_json(capsys, "kv-cache", "--model", "gemma-2-2b", "--context", "100000")
+    # google/gemma-2-2b config.json: max_position_embeddings 8192
+    (warning,) = data["warnings"]
+    assert "max_position_embeddings (8,192)" in warning and "100,000" in warning
+    assert data["total_bytes"] > 0
+    assert (
+        run_json(capsys, "kv-cache", "--model", "gemma-2-2b", "--context", "8192")["warnings"] == []
+    )
+    for argv in (
+        ["envelope", "--model", "gemma-2-2b", "--context", "100000"],
+        ["throughput", "--model", "gemma-2-2b", "--context", "100000"],
+        ["training", "--model", "gemma-2-2b", "--seq-len", "100000"],
+    ):
+        assert len(run_json(capsys, *argv)["warnings"]) == 1, argv
+        assert main(argv) == 0
+        assert "WARNING: " in capsys.readouterr().out
+
+
+def test_weights_rows_add_up_to_the_total_they_sit_under(capsys):
+    # DeepSeek-V3's multi-token-prediction layer was in the rows but not in the total
+    data = run_json(capsys, "weights", "--model", "deepseek-v3", "--format", "fp8-e4m3-block128")
+    assert sum(data["bytes_by_format"].values()) == data["weight_bytes"]
+    assert sum(data["bytes_by_category"].values()) == data["weight_bytes"]
+    assert sum(data["mtp_bytes_by_format"].values()) == data["mtp_weight_bytes"] > 0
+
+
+def test_training_text_names_the_card_once(capsys):
+    assert main(["training", "--params", "1000000", "--memory-gib", "24"]) == 0
+    out = capsys.readouterr().out
+    assert "Visible memory on the card given by its memory: 24.00 GiB;" in out
+    assert "visible 24.00 GiB" not in out

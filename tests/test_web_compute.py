@@ -143,3 +143,30 @@ def test_args_do_not_share_the_default_lists() -> None:
     args = args_for(calc, clean(calc, {"phase": "a:1:2", "price": "3"}))
     assert args.phase == ["a:1:2"] and DEFAULTS["budget"]["phase"] == []
     assert args.package is not DEFAULTS["budget"]["package"]
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "field", "words"),
+    [
+        # visible memory 0 and an unknown frozen-base format got a general message before
+        ("envelope", {"memory_gib": "0"}, "memory_gib", ["Visible memory", "positive"]),
+        ("training", {"lora_rank": "8", "base_format": "nf5"}, "base_format", ["Frozen", "nf5"]),
+        ("training", {"memory_gib": "0"}, "memory_gib", ["Visible memory"]),
+        ("budget", {"price": "0"}, "price", ["Price (price) must be a positive number"]),
+        ("budget", {"phase": "a:0:1"}, "phase", ["phase a: runs must be a positive integer"]),
+        ("budget", {"package": "0:1:5"}, "package", ["package days must be a positive"]),
+        ("batch", {"global_batch": "100", "micro_batch": "3", "gpus": "4"}, "global_batch", []),
+        ("kv-cache", {"free_gib": "1e300"}, "free_gib", ["Free memory", "at most"]),
+    ],
+)
+def test_calculator_errors_are_shown_at_the_field_typed_into(name, inputs, field, words):
+    with pytest.raises(FieldError) as e:
+        compute(name, inputs)
+    assert e.value.field == field
+    for word in words:
+        assert word in str(e.value), str(e.value)
+    assert "price_per_gpu_hour" not in str(e.value) and "visible_bytes" not in str(e.value)
+
+
+def test_whole_number_fields_take_scientific_notation_as_the_cli_does():
+    assert compute("throughput", {"tokens": "1e9"})["training"]["tokens"] == 10**9

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from calculators.cli import real_number, whole_number
 from calculators.web import CALCULATORS
 from tests.cli_helpers import subparser
 
@@ -61,5 +62,5 @@ def test_field_kinds_match_the_parsers_types(name: str) -> None:
         elif f.kind == "lines":
             assert isinstance(a, argparse._AppendAction), f.name
         else:
-            expected = {"int": int, "float": float}.get(f.kind)
+            expected = {"int": whole_number, "float": real_number}.get(f.kind)
             assert a.type is expected, f.name

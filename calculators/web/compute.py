@@ -2,29 +2,25 @@
 and the tests compute identical JSON.
 
 `compute(name, inputs)` checks every input against its declared bounds first, so a bad
-value is reported at its field (`FieldError`), then runs the subcommand's function from
+value is reported at its field (`FieldError`), then runs the subcommand from
 calculators.commands with the namespace the CLI parser would build for the same command
-line (`args_for`; the tests hold the two equal); an error the calculators raise is
-attributed to the field its message names. Argparse stays out of the browser's path.
+line (`args_for`; the tests hold the two equal). An error the calculators raise carries
+the input it blames as data (`InputError.field`); the page shows it at that field, named
+by the field's label. Argparse stays out of the browser's path.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from types import SimpleNamespace
 from typing import Any
 
-from calculators.commands import COMMANDS, DEFAULTS, UsageError
+from calculators.commands import DEFAULTS, run
+from calculators.errors import InputError, shown
+from calculators.parsing import parse_float, parse_int
 from calculators.web.forms import CALCULATORS, Calculator, Field
 
-
-class FieldError(ValueError):
-    """A bad input: `field` is the input's name ('' when no single field is to blame)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+# A bad input: `field` is the input's name ('' when no single field is to blame).
+FieldError = InputError
 
 
 def calculator(name: str) -> Calculator:
@@ -36,23 +32,27 @@ def calculator(name: str) -> Calculator:
         raise FieldError("", f"calculator must be one of {known}; got {name!r}") from None
 
 
+def _named(f: Field) -> str:
+    """How a message names field `f`: the label the reader sees, and the input's name
+    (the CLI flag in snake_case), e.g. "Price (price)"."""
+    return f"{f.label} ({f.name})"
+
+
 def _number(f: Field, raw: object) -> int | float:
-    text = str(raw).strip().replace("_", "")
+    """The field's number, read as the CLI reads its flag (calculators.parsing)."""
+    parse = parse_int if f.kind == "int" else parse_float
     try:
-        value: int | float = int(text) if f.kind == "int" else float(text)
-    except ValueError:
-        kind = "a whole number" if f.kind == "int" else "a number"
-        raise FieldError(f.name, f"{f.label} ({f.name}) must be {kind}, got {raw!r}") from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise FieldError(f.name, f"{f.label} ({f.name}) must be finite, got {raw!r}")
+        value: int | float = parse(f.name, str(raw))
+    except InputError as e:
+        raise e.renamed(f.name, _named(f)) from None
     unit = f" {f.unit}" if f.unit else ""
     if f.minimum is not None and value < f.minimum:
         raise FieldError(
-            f.name, f"{f.label} ({f.name}) must be at least {f.minimum:,}{unit}, got {raw!r}"
+            f.name, f"{_named(f)} must be at least {f.minimum:,}{unit}, got {shown(raw)}"
         )
     if f.maximum is not None and value > f.maximum:
         raise FieldError(
-            f.name, f"{f.label} ({f.name}) must be at most {f.maximum:,}{unit}, got {raw!r}"
+            f.name, f"{_named(f)} must be at most {f.maximum:,}{unit}, got {shown(raw)}"
         )
     return value
 
@@ -61,7 +61,7 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
     """Typed inputs: defaults filled in, empty optional fields None; FieldError if bad."""
     unknown = sorted(set(inputs) - {f.name for f in calc.fields})
     if unknown:
-        raise FieldError(unknown[0], f"{calc.name} has no input {unknown[0]!r}")
+        raise FieldError(unknown[0], f"{calc.name} has no input {shown(unknown[0])}")
     out: dict[str, Any] = {}
     for f in calc.fields:
         raw = inputs.get(f.name, f.default)
@@ -70,7 +70,7 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
             continue
         if raw is None or (isinstance(raw, str) and not raw.strip()):
             if not f.optional:
-                raise FieldError(f.name, f"{f.label} ({f.name}) is required")
+                raise FieldError(f.name, f"{_named(f)} is required")
             out[f.name] = None
             continue
         if f.kind in ("int", "float"):
@@ -78,8 +78,7 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
         elif f.kind == "choice":
             if raw not in f.choices:
                 raise FieldError(
-                    f.name,
-                    f"{f.label} ({f.name}) must be one of {', '.join(f.choices)}; got {raw!r}",
+                    f.name, f"{_named(f)} must be one of {', '.join(f.choices)}; got {shown(raw)}"
                 )
             out[f.name] = raw
         else:
@@ -103,20 +102,6 @@ def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
         else:
             argv += [f.flag, str(value)]
     return argv
-
-
-def _blame(calc: Calculator, message: str) -> str:
-    """The field a calculator's error message names first, '' if none."""
-    found: list[tuple[int, int, int, str]] = []
-    for f in calc.fields:
-        for n in (f.flag, f.name, f.name.replace("_", " ")):
-            whole = re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", message)
-            # a longer dataclass field named after the input: price -> price_per_gpu_hour
-            prefix = re.search(rf"(?<![\w-]){re.escape(n)}_\w", message)
-            for rank, m in ((0, whole), (1, prefix)):
-                if m:
-                    found.append((rank, m.start(), -len(n), f.name))
-    return min(found)[3] if found else ""
 
 
 def args_for(calc: Calculator, values: dict[str, Any]) -> SimpleNamespace:
@@ -143,7 +128,12 @@ def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     calc = calculator(name)
     values = clean(calc, inputs or {})
     try:
-        data, _text = COMMANDS[calc.command](args_for(calc, values))
-    except (UsageError, ValueError) as e:
-        raise FieldError(_blame(calc, str(e)), str(e)) from None
+        data, _text = run(calc.command, args_for(calc, values))
+    except InputError as e:
+        known = {f.name: f for f in calc.fields}
+        if e.field in known and e.subject:
+            raise e.renamed(e.field, _named(known[e.field])) from None
+        raise InputError(e.field if e.field in known else "", str(e), subject="") from None
+    except ValueError as e:  # a bad value no single input is to blame for
+        raise FieldError("", str(e)) from None
     return data

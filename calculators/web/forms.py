@@ -13,6 +13,21 @@ from typing import Literal
 from calculators.formats import FORMATS
 from calculators.gpus import GPUS
 from calculators.kv_formats import KV_FORMATS
+from calculators.limits import (
+    MAX_ACCUMULATION,
+    MAX_BLOCK_TOKENS,
+    MAX_CONCURRENT_SEQUENCES,
+    MAX_DECISIONS,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    MAX_LORA_RANK,
+    MAX_MARGIN,
+    MAX_MEMORY_GIB,
+    MAX_MICRO_BATCH,
+    MAX_PRICE_PER_GPU_HOUR,
+    MAX_SEQUENCE_TOKENS,
+    MAX_TRAINING_TOKENS,
+)
 from calculators.presets import preset_ids
 from calculators.training import DEFAULT_LORA_TARGETS
 from calculators.training_states import OPTIMIZERS, PRECISIONS
@@ -96,7 +111,7 @@ _CONTEXT = Field(
     default=8192,
     unit="tokens",
     minimum=1,
-    maximum=10_000_000,
+    maximum=MAX_SEQUENCE_TOKENS,
     help="Tokens per sequence: prompt plus generated tokens.",
 )
 _BATCH = Field(
@@ -106,7 +121,7 @@ _BATCH = Field(
     default=1,
     unit="sequences",
     minimum=1,
-    maximum=100_000,
+    maximum=MAX_CONCURRENT_SEQUENCES,
     help="Sequences whose cache is held at the same time.",
 )
 _KV = (
@@ -134,7 +149,7 @@ _KV = (
         default=16,
         unit="tokens",
         minimum=1,
-        maximum=65_536,
+        maximum=MAX_BLOCK_TOKENS,
         help="Tokens per block of a paged cache (vLLM's default is 16).",
     ),
     Field(
@@ -144,7 +159,7 @@ _KV = (
         optional=True,
         unit="tokens",
         minimum=1,
-        maximum=10_000_000,
+        maximum=MAX_SEQUENCE_TOKENS,
         help="Length a static cache is allocated for; empty: the context.",
     ),
     Field(
@@ -184,7 +199,7 @@ _CARD = (
         optional=True,
         unit="GiB",
         minimum=0,
-        maximum=100_000,
+        maximum=MAX_MEMORY_GIB,
         help="Instead of a catalog card: the memory torch reports as total.",
     ),
     Field(
@@ -224,7 +239,7 @@ CALCULATORS: dict[str, Calculator] = {
                     optional=True,
                     unit="GiB",
                     minimum=0,
-                    maximum=100_000,
+                    maximum=MAX_MEMORY_GIB,
                     help="Memory left after weights and reserves; gives the longest context "
                     "and the most sequences that fit.",
                 ),
@@ -249,7 +264,7 @@ CALCULATORS: dict[str, Calculator] = {
                     optional=True,
                     unit="tokens",
                     minimum=1,
-                    maximum=10_000_000,
+                    maximum=MAX_SEQUENCE_TOKENS,
                     help="Tokens per prefill step when the prompt is chunked; empty: whole.",
                 ),
                 _ATTENTION,
@@ -277,7 +292,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=1,
                     unit="sequences",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_MICRO_BATCH,
                     help="Sequences per GPU per forward/backward pass.",
                 ),
                 Field(
@@ -287,7 +302,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=2048,
                     unit="tokens",
                     minimum=1,
-                    maximum=10_000_000,
+                    maximum=MAX_SEQUENCE_TOKENS,
                     help="Tokens per sequence.",
                 ),
                 Field(
@@ -336,7 +351,7 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="int",
                     optional=True,
                     minimum=1,
-                    maximum=65_536,
+                    maximum=MAX_LORA_RANK,
                     help="Empty: full fine-tuning.",
                 ),
                 Field(
@@ -370,7 +385,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=1,
                     unit="GPUs",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_GPUS,
                     help="GPUs the states are sharded over (ZeRO) or replicated on (DDP).",
                 ),
                 *_CARD,
@@ -391,7 +406,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=1,
                     unit="GPUs",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_GPUS,
                     help="GPUs training together.",
                 ),
                 Field(
@@ -401,7 +416,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=10**9,
                     unit="tokens",
                     minimum=1,
-                    maximum=10**16,
+                    maximum=MAX_TRAINING_TOKENS,
                     help="Tokens the run trains on.",
                 ),
                 Field(
@@ -411,7 +426,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=4096,
                     unit="tokens",
                     minimum=1,
-                    maximum=10_000_000,
+                    maximum=MAX_SEQUENCE_TOKENS,
                     help="Sequence length in training (attention FLOPs grow with it).",
                 ),
                 Field(
@@ -450,7 +465,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=4,
                     unit="sequences",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_MICRO_BATCH,
                     help="Sequences per GPU per forward/backward pass.",
                 ),
                 Field(
@@ -459,7 +474,7 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="int",
                     optional=True,
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_ACCUMULATION,
                     help="Micro-batches per update; or give the global batch instead.",
                 ),
                 Field(
@@ -469,7 +484,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=8,
                     unit="GPUs",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_GPUS,
                     help="Data-parallel ranks (a tensor-parallel group counts once).",
                 ),
                 Field(
@@ -479,7 +494,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=4096,
                     unit="tokens",
                     minimum=1,
-                    maximum=10_000_000,
+                    maximum=MAX_SEQUENCE_TOKENS,
                     help="Tokens per row, padded or packed.",
                 ),
                 Field(
@@ -490,7 +505,7 @@ CALCULATORS: dict[str, Calculator] = {
                     optional=True,
                     unit="sequences",
                     minimum=1,
-                    maximum=10**9,
+                    maximum=MAX_GLOBAL_BATCH,
                     help="Sequences per update; the accumulation steps are derived from it.",
                 ),
                 Field(
@@ -500,7 +515,7 @@ CALCULATORS: dict[str, Calculator] = {
                     optional=True,
                     unit="tokens",
                     minimum=1,
-                    maximum=10_000_000,
+                    maximum=MAX_SEQUENCE_TOKENS,
                     help="Without packing: mean real tokens per padded row; empty: packed.",
                 ),
             ),
@@ -527,7 +542,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=4,
                     unit="GPUs",
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_GPUS,
                     help="GPUs rented in parallel.",
                 ),
                 Field(
@@ -537,7 +552,7 @@ CALCULATORS: dict[str, Calculator] = {
                     default=2.5,
                     unit="USD per GPU-hour",
                     minimum=0,
-                    maximum=1_000_000,
+                    maximum=MAX_PRICE_PER_GPU_HOUR,
                     help="An example hourly price; put your offer's.",
                 ),
                 Field(
@@ -546,8 +561,9 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="float",
                     default=0.2,
                     minimum=0,
-                    maximum=1,
-                    help="Share of runs budgeted again for interruptions, in [0, 1).",
+                    maximum=MAX_MARGIN,
+                    help="Share of runs budgeted again for interruptions, in [0, 10): 0.2 "
+                    "redoes one run in five.",
                 ),
                 Field(
                     name="decisions",
@@ -555,7 +571,7 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="int",
                     optional=True,
                     minimum=1,
-                    maximum=1_000_000,
+                    maximum=MAX_DECISIONS,
                     help="Useful results the campaign is for; gives the cost per decision.",
                 ),
                 Field(
