@@ -60,4 +60,6 @@ def positive_number(name: str, value: object, *, maximum: float | None = None) -
 def real_in(name: str, value: object, low: float, high: float) -> None:
     """Raise InputError unless `value` is a real number with low <= value <= high."""
     if not _is_real(value) or not low <= value <= high:  # type: ignore[operator]
-        raise InputError(name, f"{name} must be a number from {low:g} to {high:g}, got {shown(value)}")
+        raise InputError(
+            name, f"{name} must be a number from {low:g} to {high:g}, got {shown(value)}"
+        )
