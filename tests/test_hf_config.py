@@ -13,6 +13,7 @@ from strategies import hf_configs
 
 from calculators.families import FAMILIES, LLAMA_LIKE
 from calculators.hf_config import read_hf_config
+from calculators.limits import CONFIG_MAX
 from calculators.presets import load_preset, preset_ids
 from calculators.spec import LayerSpec, MLASpec, ModelSpec
 
@@ -754,6 +755,27 @@ def test_expert_count_past_plausibility_is_refused():
     config["num_local_experts"] = 2**20
     with pytest.raises(ValueError, match=r"'num_local_experts' must be at most 16,384"):
         read_hf_config(config)
+
+
+@settings(max_examples=200, deadline=None)
+@given(preset_id=st.sampled_from(preset_ids()), data=st.data())
+def test_any_size_is_read_within_its_bound_or_refused(preset_id, data):
+    # 2^40 layers built a 2^40-entry list before: MemoryError, or no answer at all
+    config = load_preset(preset_id)
+    target = config.get("text_config", config)
+    key = data.draw(st.sampled_from(sorted(k for k in target if k in CONFIG_MAX)), label="key")
+    target[key] = value = data.draw(st.integers(1, 2**64), label="value")
+    try:
+        spec = read_hf_config(config)
+    except ValueError:  # named by its key; any other exception fails the test
+        return
+    assert spec.num_layers == len(spec.layers) <= CONFIG_MAX["num_hidden_layers"]
+    assert spec.hidden_size <= CONFIG_MAX["hidden_size"]
+    assert spec.vocab_size <= CONFIG_MAX["vocab_size"]
+    assert spec.num_heads <= CONFIG_MAX["num_attention_heads"]
+    assert spec.intermediate_size <= CONFIG_MAX["intermediate_size"]
+    if spec.moe is not None:
+        assert spec.moe.n_routed_experts <= CONFIG_MAX["n_routed_experts"]
 
 
 # Any JSON value in place of any key of a real config: a spec or a ValueError naming the
