@@ -7,6 +7,7 @@ Capacity is always shown in GiB (2^30 bytes), labelled so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -30,6 +31,104 @@ def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: s
     return "".join(parts)
 
 
+# Every chart is drawn twice, in a wide and a narrow layout, inside one `.kd-charts` box; the
+# site's CSS shows the one that suits the box's width. SVG text scales with the drawing, so
+# one 640-unit drawing shrunk onto a 375 px phone has 6 px text; the narrow layout, about
+# half as wide, keeps it near 11 px there. Both carry the same title and data.
+WIDE = 640
+NARROW = 340
+FONT = 12  # font-size, viewBox units
+LINE = 16  # baseline to baseline of a wrapped label
+# Glyph advance assumed when laying out text, in em: above the average of the fonts the site
+# falls back to (about 0.5 to 0.55 for the phones' system fonts, Helvetica, Arial and
+# Liberation Sans; about 0.6 for DejaVu Sans), so labels placed with it stay inside the
+# drawing. The unit tests hold the layouts to it; the browser tests measure real text.
+EM_ADVANCE = 0.6
+
+
+def _width(text: str) -> float:
+    """Estimated advance of `text` in viewBox units."""
+    return len(text) * EM_ADVANCE * FONT
+
+
+def _shorten(text: str, room: float) -> str:
+    """`text`, cut with an ellipsis where it would run past `room` units."""
+    if _width(text) <= room:
+        return text
+    keep = max(int(room / (EM_ADVANCE * FONT)) - 1, 0)
+    return text[:keep].rstrip() + "\u2026"
+
+
+def _wrap(text: str, room: float, max_lines: int = 3) -> list[str]:
+    """`text` in lines of at most `room` units, broken at spaces (never at no-break spaces);
+    a word longer than a line, or what is left past `max_lines`, is cut with an ellipsis."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and _width(f"{lines[-1]} {word}") <= room:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    if len(lines) > max_lines:
+        lines[max_lines - 1 :] = [" ".join(lines[max_lines - 1 :])]
+    return [_shorten(line, room).replace("\u00a0", " ") for line in lines]
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", full: str = "") -> str:
+    """A <text>; `full`, the label before it was cut, is its tooltip when it differs."""
+    a = "" if anchor == "start" else f' text-anchor="{anchor}"'
+    tip = f"<title>{escape(full)}</title>" if full and full != text else ""
+    return f'<text x="{x:.2f}" y="{y:.2f}"{a}>{escape(text)}{tip}</text>'
+
+
+def _keep(text: str) -> str:
+    """`text` with no-break spaces: `_wrap` keeps it on one line."""
+    return text.replace(" ", "\u00a0")
+
+
+def _lines(x: float, y: float, text: str, room: float, max_lines: int = 3) -> list[str]:
+    """`text` wrapped into <text> lines from baseline `y` down; the whole text is the first
+    line's tooltip when wrapping had to cut it."""
+    lines = _wrap(text, room, max_lines)
+    full = text.replace("\u00a0", " ")
+    cut = " ".join(lines) != full
+    return [
+        _text(x, y + LINE * i, line, full=full if cut and i == 0 else "")
+        for i, line in enumerate(lines)
+    ]
+
+
+def _place(x: float, text: str, lo: float, hi: float, anchor: str) -> tuple[float, str]:
+    """Where to put `text` meant to sit at `x` with `anchor` so that it stays within
+    [lo, hi] (moved along, and cut if it is longer than that): its x and its text."""
+    text = _shorten(text, hi - lo)
+    w = _width(text)
+    offset = {"start": 0.0, "middle": w / 2, "end": w}[anchor]
+    start = min(max(x - offset, lo), hi - w)
+    return start + offset, text
+
+
+def _fraction(part: float, whole: float) -> float:
+    """part / whole in [0, 1]; 0 where either is not a finite number."""
+    if not (math.isfinite(part) and math.isfinite(whole)) or whole <= 0:
+        return 0.0
+    return min(max(part / whole, 0.0), 1.0)
+
+
+def _svg(width: int, height: float, title: str, body: Iterable[str]) -> str:
+    layout = "wide" if width == WIDE else "narrow"
+    return (
+        f'<svg class="kd-chart kd-chart-{layout}" role="img" '
+        f'viewBox="0 0 {width} {math.ceil(height)}" xmlns="http://www.w3.org/2000/svg" '
+        f'font-size="{FONT}" fill="currentColor">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
+
+
+def _both(draw: Callable[[int], str]) -> str:
+    """The chart drawn at both widths, in the box the site's CSS picks one from."""
+    return f'<div class="kd-charts">{draw(WIDE)}{draw(NARROW)}</div>'
+
+
 def stacked_bar_svg(
     segments: Sequence[tuple[str, int]],
     *,
@@ -38,120 +137,212 @@ def stacked_bar_svg(
     title: str = "",
 ) -> str:
     """A horizontal bar of byte segments in GiB, with a marker at `capacity` if given."""
-    width, left, right, bar_y, bar_h = 640, 10, 10, 30, 34
-    segments = [(label, b) for label, b in segments if b > 0]
+    kept = [(label, b) for label, b in segments if b > 0]
+    return _both(
+        lambda width: _stacked_bar(
+            width, kept, capacity, capacity_label, title or "memory by component, GiB"
+        )
+    )
+
+
+def _stacked_bar(
+    width: int,
+    segments: Sequence[tuple[str, int]],
+    capacity: int | None,
+    capacity_label: str,
+    title: str,
+) -> str:
+    left = right = 10
+    span = width - left - right
     total = sum(b for _, b in segments)
     scale_max = max(total, capacity or 0, 1)
-    span = width - left - right
-    legend_rows = (len(segments) + 1) // 2
-    height = bar_y + bar_h + 34 + 18 * legend_rows
-    out = [
-        f'<svg class="kd-chart" role="img" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg" font-size="12" fill="currentColor">',
-        f"<title>{escape(title or 'memory by component, GiB')}</title>",
-    ]
+    header = _keep(f"total {format_gib(total)}")
+    if capacity is not None:
+        header += f" {_keep(f'of {format_gib(capacity)}')} {capacity_label}"
+    body = _lines(left, 20, header, span)
+    bar_y = 30 + LINE * (len(body) - 1)
+    bar_h = 34 if width == WIDE else 28
     x = float(left)
     for i, (label, b) in enumerate(segments):
-        w = span * b / scale_max
-        colour = PALETTE[i % len(PALETTE)]
-        out.append(
-            f'<rect x="{x:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" fill="{colour}">'
+        w = span * _fraction(b, scale_max)
+        body.append(
+            f'<rect x="{x:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" '
+            f'fill="{PALETTE[i % len(PALETTE)]}">'
             f"<title>{escape(label)}: {format_gib(b)}</title></rect>"
         )
         x += w
-    out.append(
-        f'<text x="{left}" y="20">total {escape(format_gib(total))}'
-        + (
-            f" of {escape(format_gib(capacity))} {escape(capacity_label)}"
-            if capacity is not None
-            else ""
-        )
-        + "</text>"
-    )
     if capacity is not None:
-        cx = left + span * capacity / scale_max
+        cx = left + span * _fraction(capacity, scale_max)
         colour = "#D55E00" if total > capacity else "currentColor"
-        out.append(
+        body.append(
             f'<line x1="{cx:.2f}" x2="{cx:.2f}" y1="{bar_y - 6}" y2="{bar_y + bar_h + 6}" '
             f'stroke="{colour}" stroke-width="2" stroke-dasharray="4 3"/>'
         )
         anchor = "end" if cx > width / 2 else "start"
-        out.append(
-            f'<text x="{cx:.2f}" y="{bar_y + bar_h + 20}" text-anchor="{anchor}">'
-            f"{escape(capacity_label)}</text>"
-        )
-    for i, (label, b) in enumerate(segments):
-        lx = left + (i % 2) * (span / 2)
-        ly = bar_y + bar_h + 40 + 18 * (i // 2)
-        out.append(
-            f'<rect x="{lx:.2f}" y="{ly - 10}" width="10" height="10" '
-            f'fill="{PALETTE[i % len(PALETTE)]}"/>'
-            f'<text x="{lx + 14:.2f}" y="{ly}">{escape(label)}: {escape(format_gib(b))}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def schedule_svg(schedule: Sequence[dict[str, float]], phases: Sequence[str]) -> str:
-    """Day-by-day GPU-hours, stacked by phase (the budget's schedule)."""
-    width, left, top, bottom = 640, 44, 16, 28
-    days = max(len(schedule), 1)
-    peak = max((sum(day.values()) for day in schedule), default=0.0) or 1.0
-    legend_rows = (len(phases) + 2) // 3
-    plot_h = 160
-    height = top + plot_h + bottom + 18 * legend_rows
-    slot = (width - left - 10) / days
-    colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(phases)}
-    out = [
-        f'<svg class="kd-chart" role="img" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg" font-size="12" fill="currentColor">',
-        "<title>GPU-hours per day, by phase</title>",
-        f'<text x="4" y="{top + 4}">{peak:,.1f}</text>',
-        f'<text x="4" y="{top + plot_h}">0</text>',
-        f'<text x="{left}" y="{top + plot_h + 16}">GPU-hours per day; days 1 to {days}</text>',
-    ]
-    for d, day in enumerate(schedule):
-        y = float(top + plot_h)
-        for name, hours in day.items():
-            h = plot_h * hours / peak
-            y -= h
-            out.append(
-                f'<rect x="{left + d * slot + 1:.2f}" y="{y:.2f}" width="{max(slot - 2, 1):.2f}" '
-                f'height="{h:.2f}" fill="{colour.get(name, PALETTE[0])}">'
-                f"<title>day {d + 1}, {escape(name)}: {hours:,.1f} GPU-hours</title></rect>"
+        lx, shown = _place(cx, capacity_label, left, width - right, anchor)
+        body.append(_text(lx, bar_y + bar_h + 20, shown, anchor=anchor, full=capacity_label))
+    # the legend: two columns when wide, one when narrow; an entry wraps within its column
+    columns = 2 if width == WIDE else 1
+    column = span / columns
+    y = bar_y + bar_h + 40
+    for first in range(0, len(segments), columns):
+        tallest = 1
+        for j, (label, b) in enumerate(segments[first : first + columns]):
+            lx = left + j * column
+            entry = _lines(lx + 14, y, f"{label}: {_keep(format_gib(b))}", column - 18)
+            body.append(
+                f'<rect x="{lx:.2f}" y="{y - 10}" width="10" height="10" '
+                f'fill="{PALETTE[(first + j) % len(PALETTE)]}"/>'
             )
-    for i, name in enumerate(phases):
-        lx = left + (i % 3) * 200
-        ly = top + plot_h + 36 + 18 * (i // 3)
-        out.append(
-            f'<rect x="{lx}" y="{ly - 10}" width="10" height="10" fill="{colour[name]}"/>'
-            f'<text x="{lx + 14}" y="{ly}">{escape(name)}</text>'
+            body += entry
+            tallest = max(tallest, len(entry))
+        y += LINE * (tallest - 1) + 18
+    return _svg(width, y - 6, title, body)
+
+
+def _periods(days: int) -> tuple[str, str, Callable[[int], str]]:
+    """How a schedule of `days`-day periods names them: what one period is ('week'),
+    what the axis counts ('weeks'), and the name of the i-th period (from 0)."""
+    if days == 1:
+        return "day", "days", lambda i: f"day {i + 1}"
+    if days == 7:
+        return "week", "weeks", lambda i: f"week {i + 1}"
+    if days == 365:
+        return "year", "years", lambda i: f"year {i + 1}"
+    if days % 365 == 0:
+        years = days // 365
+        return (
+            f"{years} years",
+            "periods",
+            lambda i: f"period {i + 1} (years {i * years + 1} to {(i + 1) * years})",
         )
-    out.append("</svg>")
-    return "".join(out)
+    return (
+        f"{days} days",
+        "periods",
+        lambda i: f"period {i + 1} (days {i * days + 1:,} to {(i + 1) * days:,})",
+    )
+
+
+def _hours(value: float, room: int) -> str:
+    """GPU-hours in about `room` characters at most: grouped digits with one decimal, or
+    three significant digits and an exponent where those would not fit."""
+    text = f"{value:,.1f}"
+    return text if len(text) <= room else f"{value:.3g}"
+
+
+def schedule_svg(
+    schedule: Sequence[dict[str, float]], phases: Sequence[str], period_days: int = 1
+) -> str:
+    """GPU-hours in each period of `period_days` days, stacked by phase (the budget's
+    schedule). Any number of periods fits: bars narrow down to a fraction of a unit."""
+    if isinstance(period_days, bool) or not isinstance(period_days, int) or period_days < 1:
+        raise ValueError(f"period_days must be a positive integer, got {period_days!r}")
+    return _both(lambda width: _schedule(width, schedule, phases, period_days))
+
+
+def _schedule(
+    width: int, schedule: Sequence[dict[str, float]], phases: Sequence[str], period_days: int
+) -> str:
+    per, counted, name_of = _periods(period_days)
+    n = max(len(schedule), 1)
+    peak = max((sum(period.values()) for period in schedule), default=0.0) or 1.0
+    top_label = _hours(peak, 9)
+    left = _width(top_label) + 12
+    right = 10
+    plot_w = width - left - right
+    top, plot_h = 16, 160 if width == WIDE else 140
+    base = top + plot_h
+    colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(phases)}
+    body = [
+        _text(left - 6, top + 4, top_label, anchor="end"),
+        _text(left - 6, base, "0", anchor="end"),
+    ]
+    slot = plot_w / n
+    bar_w = min(slot - min(2.0, slot * 0.2), 48.0)
+    for i, period in enumerate(schedule):
+        x = left + i * slot + (slot - bar_w) / 2
+        y = float(base)
+        for name, hours in period.items():
+            h = plot_h * _fraction(hours, peak)
+            y -= h
+            body.append(
+                f'<rect x="{x:.2f}" y="{y:.2f}" width="{bar_w:.2f}" height="{h:.2f}" '
+                f'fill="{colour.get(name, PALETTE[0])}"><title>{escape(name_of(i))}, '
+                f"{escape(name)}: {escape(_hours(hours, 24))} GPU-hours</title></rect>"
+            )
+    caption = f"{_keep(f'GPU-hours per {per};')} {_keep(f'{counted} 1 to {n:,}')}"
+    lines = _lines(left, base + 16, caption, plot_w)
+    body += lines
+    # the legend: three columns when wide, one when narrow; long names are cut (the bars'
+    # tooltips carry them whole)
+    columns = 3 if width == WIDE else 1
+    column = plot_w / columns
+    y = base + 16 + LINE * (len(lines) - 1) + 20
+    for i, name in enumerate(phases):
+        lx = left + (i % columns) * column
+        ly = y + 18 * (i // columns)
+        shown = _shorten(name, column - 18)
+        body.append(
+            f'<rect x="{lx:.2f}" y="{ly - 10}" width="10" height="10" fill="{colour[name]}"/>'
+            + _text(lx + 14, ly, shown, full=name)
+        )
+    rows = (len(phases) + columns - 1) // columns
+    height = y + 18 * (rows - 1) + 12 if rows else y - 8
+    return _svg(width, height, f"GPU-hours per {per}, by phase", body)
 
 
 def interval_svg(low: float, high: float, mean: float, level: float) -> str:
     """The interval of the paired difference against zero."""
-    width, left, right, y = 640, 20, 20, 40
+    title = f"{level:.0%} interval of the mean difference (b - a)"
+    return _both(lambda width: _interval(width, low, high, mean, title))
+
+
+def _interval(width: int, low: float, high: float, mean: float, title: str) -> str:
+    left = right = 20
+    y = 40
     lo, hi = min(low, 0.0), max(high, 0.0)
     pad = (hi - lo) * 0.1 or 1.0
     lo, hi = lo - pad, hi + pad
 
     def px(v: float) -> float:
-        return left + (width - left - right) * (v - lo) / (hi - lo)
+        return left + (width - left - right) * _fraction(v - lo, hi - lo)
 
-    return (
-        f'<svg class="kd-chart" role="img" viewBox="0 0 {width} 70" '
-        f'xmlns="http://www.w3.org/2000/svg" font-size="12" fill="currentColor">'
-        f"<title>{level:.0%} interval of the mean difference (b - a)</title>"
-        f'<line x1="{px(0):.2f}" x2="{px(0):.2f}" y1="10" y2="60" stroke="currentColor" '
-        f'stroke-dasharray="4 3"/><text x="{px(0) + 4:.2f}" y="62">0</text>'
-        f'<line x1="{px(low):.2f}" x2="{px(high):.2f}" y1="{y}" y2="{y}" stroke="{PALETTE[0]}" '
-        f'stroke-width="4"/><circle cx="{px(mean):.2f}" cy="{y}" r="6" fill="{PALETTE[1]}"/>'
-        f'<text x="{px(low):.2f}" y="{y - 10}" text-anchor="middle">{low:.4g}</text>'
-        f'<text x="{px(high):.2f}" y="{y - 10}" text-anchor="middle">{high:.4g}</text>'
-        "</svg>"
+    low_text, high_text = f"{low:.4g}", f"{high:.4g}"
+    a, b = px(low), px(high)
+    edge_lo, edge_hi = 4.0, width - 4.0
+    if b - a >= (_width(low_text) + _width(high_text)) / 2 + 8:
+        (la, low_text), (ha, high_text) = (
+            _place(a, low_text, edge_lo, edge_hi, "middle"),
+            _place(b, high_text, edge_lo, edge_hi, "middle"),
+        )
+        labels = [_text(la, y - 10, low_text, anchor="middle")]
+        labels.append(_text(ha, y - 10, high_text, anchor="middle"))
+    else:
+        # ends too close for centred labels: low ends left of the middle, high starts right
+        # of it, the pair moved as one to stay inside
+        mid = (a + b) / 2
+        start, stop = mid - 4 - _width(low_text), mid + 4 + _width(high_text)
+        mid += max(0.0, edge_lo - start) - max(0.0, stop - edge_hi)
+        labels = [
+            _text(mid - 4, y - 10, low_text, anchor="end"),
+            _text(mid + 4, y - 10, high_text, anchor="start"),
+        ]
+    zero = px(0.0)
+    return _svg(
+        width,
+        70,
+        title,
+        [
+            f'<line x1="{zero:.2f}" x2="{zero:.2f}" y1="10" y2="60" stroke="currentColor" '
+            f'stroke-dasharray="4 3"/>',
+            _text(zero + 4, 62, "0"),
+            f'<line x1="{a:.2f}" x2="{b:.2f}" y1="{y}" y2="{y}" stroke="{PALETTE[0]}" '
+            f'stroke-width="4"><title>interval {escape(f"{low:.4g}")} to '
+            f"{escape(f'{high:.4g}')}</title></line>",
+            f'<circle cx="{px(mean):.2f}" cy="{y}" r="6" fill="{PALETTE[1]}">'
+            f"<title>mean difference {escape(f'{mean:.4g}')}</title></circle>",
+            *labels,
+        ],
     )
 
 
@@ -275,33 +466,49 @@ def _envelope(r: dict[str, Any]) -> str:
 
 def phase_bars_svg(phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
     """One bar per phase in GiB, with the card's usable memory marked across them."""
-    width, left, top, row = 640, 230, 10, 26
+    return _both(lambda width: _phase_bars(width, phases, capacity, label))
+
+
+def _phase_bars(width: int, phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
+    wide = width == WIDE
+    # wide: names in a column left of the bars, as wide as the longest needs up to half the
+    # drawing; narrow: each name on a line above its bar
+    names = max((_width(name) for name, _ in phases), default=0.0)
+    left, top, row = (min(max(names + 16, 120), WIDE / 2), 10, 26) if wide else (10, 10, 40)
+    values = [format_gib(b) for _, b in phases]
+    span = width - left - 10 - max((_width(v) for v in values), default=0.0)
     peak = max([b for _, b in phases] + [capacity, 1])
-    span = width - left - 70
-    height = top + row * len(phases) + 24
-    cx = left + span * capacity / peak
-    out = [
-        f'<svg class="kd-chart" role="img" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg" font-size="12" fill="currentColor">',
-        "<title>memory by phase against the card, GiB</title>",
-    ]
-    for i, (name, b) in enumerate(phases):
+    body: list[str] = []
+    marks: list[tuple[float, float]] = []
+    for i, ((name, b), value) in enumerate(zip(phases, values, strict=True)):
         y = top + i * row
+        w = span * _fraction(b, peak)
         colour = PALETTE[5] if b > capacity else PALETTE[0]
-        out.append(
-            f'<text x="{left - 6}" y="{y + 15}" text-anchor="end">{escape(name)}</text>'
-            f'<rect x="{left}" y="{y + 3}" width="{span * b / peak:.2f}" height="{row - 8}" '
-            f'fill="{colour}"><title>{escape(name)}: {format_gib(b)}</title></rect>'
-            f'<text x="{left + span * b / peak + 4:.2f}" y="{y + 15}">{format_gib(b)}</text>'
+        if wide:
+            name_x, name_y, bar_y, bar_h = left - 6, y + 15, y + 3, row - 8
+            shown = _shorten(name, left - 16)
+        else:
+            name_x, name_y, bar_y, bar_h = left, y + 12, y + 17, 16
+            shown = _shorten(name, width - 2 * left)
+        body.append(
+            _text(name_x, name_y, shown, anchor="end" if wide else "start", full=name)
+            + f'<rect x="{left:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" '
+            f'fill="{colour}"><title>{escape(name)}: {value}</title></rect>'
+            + _text(left + w + 4, bar_y + bar_h - 3, value)
         )
+        if not wide:  # the card's line crosses the bars only, not the names above them
+            marks.append((bar_y - 3, bar_y + bar_h + 3))
     bottom = top + row * len(phases)
-    out.append(
-        f'<line x1="{cx:.2f}" x2="{cx:.2f}" y1="{top}" y2="{bottom}" stroke="currentColor" '
+    cx = left + span * _fraction(capacity, peak)
+    whole = f"{label} {format_gib(capacity)}"
+    mark_x, mark = _place(cx, whole, 4, width - 4, "middle")
+    body += [
+        f'<line x1="{cx:.2f}" x2="{cx:.2f}" y1="{y1}" y2="{y2}" stroke="currentColor" '
         f'stroke-width="2" stroke-dasharray="4 3"/>'
-        f'<text x="{cx:.2f}" y="{bottom + 16}" text-anchor="middle">{escape(label)} '
-        f"{format_gib(capacity)}</text></svg>"
-    )
-    return "".join(out)
+        for y1, y2 in marks or [(top, bottom)]
+    ]
+    body.append(_text(mark_x, bottom + 16, mark, anchor="middle", full=whole))
+    return _svg(width, bottom + 24, "memory by phase against the card, GiB", body)
 
 
 def _training(r: dict[str, Any]) -> str:
@@ -417,7 +624,11 @@ def _budget(r: dict[str, Any]) -> str:
                 + f"{r['gpu_hours']:,.1f} GPU-hours over {r['wall_days']:.2f} days, "
                 f"{r['cost_usd']:,.2f} USD{per_decision}."
             ),
-            schedule_svg(r["schedule"], [p["name"] for p in r["phases"]]),
+            schedule_svg(
+                r["schedule"],
+                [p["name"] for p in r["phases"]],
+                r.get("schedule_period_days", 1),
+            ),
             html_table(["phase", "runs + reruns", "GPU-hours", "wall hours"], rows, caption="Plan"),
             html_table(
                 ["package", "covers", "slack hours", "USD"],

@@ -117,7 +117,7 @@ def _artifact_name(request: pytest.FixtureRequest) -> str:
 
 
 def _open(browser: Browser, request: pytest.FixtureRequest, **options: object) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **options})
     w = _watch(context.new_page())
     yield w
     ARTIFACTS.mkdir(exist_ok=True)
@@ -133,6 +133,12 @@ def _open(browser: Browser, request: pytest.FixtureRequest, **options: object) -
 def watched(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Watched]:
     """A page with JavaScript, as readers get it."""
     yield from _open(browser, request)
+
+
+@pytest.fixture
+def phone(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Watched]:
+    """A page with JavaScript on a phone's screen, 375 CSS pixels wide."""
+    yield from _open(browser, request, viewport={"width": 375, "height": 800})
 
 
 @pytest.fixture

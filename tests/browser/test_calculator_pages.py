@@ -159,3 +159,169 @@ def test_shared_link_restores_inputs(
     # the page's own link carries the inputs back
     form.locator("[data-share]").click()
     assert f"{field}={value}" in page.url
+
+
+def wait_settled(page: Page, name: str) -> None:
+    """Until the form shows a recomputed result or an error."""
+    page.wait_for_function(
+        """sel => {
+          const form = document.querySelector(sel);
+          return form.querySelector("[data-result]").dataset.state === "ready"
+            || [...form.querySelectorAll(".kd-error, .kd-form-error")].some(e => !e.hidden);
+        }""",
+        arg=f'form[data-calculator="{name}"]',
+        timeout=READY,
+    )
+
+
+def shown_errors(page: Page, name: str) -> list[str]:
+    return form_of(page, name).evaluate(
+        """form => [...form.querySelectorAll(".kd-error, .kd-form-error")]
+          .filter(e => !e.hidden).map(e => e.textContent)"""
+    )
+
+
+def wait_result(page: Page, name: str, want: Any, timeout: float = 10_000) -> None:
+    page.wait_for_function(
+        "([sel, want]) => JSON.stringify(JSON.parse(document.querySelector(sel)"
+        ".dataset.resultJson)) === JSON.stringify(want)",
+        arg=[f'form[data-calculator="{name}"] [data-result]', want],
+        timeout=timeout,
+    )
+
+
+def reopen_shared_link(page: Page, name: str) -> dict[str, Any]:
+    """Click the form's link, open it afresh; the inputs the new page shows."""
+    form_of(page, name).locator("[data-share]").click()
+    url = page.url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_settled(page, name)
+    return inputs_of(page, name)
+
+
+# page, calculator, fields to set in order (clearing optional ones that have a default)
+CLEARED = [
+    (
+        "calculators/batch/",
+        "batch",
+        {"global_batch": "", "accumulation": "4"},
+    ),
+    (
+        "calculators/seeds/",
+        "seeds",
+        {"a": "", "b": "", "sd_difference": "0.01", "seeds": "10"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "name", "fields"), CLEARED, ids=["batch", "seeds"])
+def test_shared_link_keeps_cleared_fields_cleared(
+    watched: Watched, base_url: str, path: str, name: str, fields: dict[str, str]
+) -> None:
+    page = watched.page
+    page.goto(base_url + path)
+    wait_ready(page, name)
+    for field, value in fields.items():
+        set_value(page, name, field, value)
+    want = cpython(name, inputs_of(page, name))
+    wait_result(page, name, want)
+
+    restored = reopen_shared_link(page, name)
+    assert {k: restored[k] for k in fields} == fields
+    assert shown_errors(page, name) == []
+    expect(form_of(page, name).locator("[data-result]")).to_have_attribute("data-state", "ready")
+    assert result_json(page, name) == want
+    for k in fields:
+        assert f"{k}=" in page.url  # every field travels, empty ones too
+
+
+def test_shared_link_carries_an_unticked_box(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(
+        base_url + "calculators/training/?" + urlencode({"calc": "training", "dropout": "true"})
+    )
+    wait_ready(page, "training")
+    box = form_of(page, "training").locator('[name="dropout"]')
+    assert box.is_checked()
+    box.uncheck()
+    want = cpython("training", inputs_of(page, "training"))
+    wait_result(page, "training", want)
+
+    restored = reopen_shared_link(page, "training")
+    assert "dropout=false" in page.url
+    assert restored["dropout"] is False
+    assert shown_errors(page, "training") == []
+    assert result_json(page, "training") == want
+
+
+def _calculator_worker(page: Page):  # type: ignore[no-untyped-def]
+    # Material's search runs in a worker too: the calculators' is worker.js
+    found = [w for w in page.workers if w.url.endswith("/kd/worker.js")]
+    assert len(found) == 1, [w.url for w in page.workers]
+    return found[0]
+
+
+def test_a_computation_that_hangs_is_stopped(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    name = "budget"
+    page.goto(base_url + "calculators/budget/")
+    wait_ready(page, name)
+    good = result_json(page, name)
+    stuck = _calculator_worker(page)
+    closed: list[bool] = []
+    stuck.on("close", lambda _: closed.append(True))
+
+    # The worker is kept busy for longer than the (shortened) limit, as an input that
+    # computes for ever would keep it: an ordinary input then gets no answer in time.
+    page.evaluate("window.kdComputeTimeoutMs = 300")
+    stuck.evaluate(
+        "setTimeout(() => { const end = Date.now() + 20000; while (Date.now() < end); })"
+    )
+    set_value(page, name, "gpus", "8")
+    general = form_of(page, name).locator(".kd-form-error")
+    expect(general).to_be_visible(timeout=10_000)
+    expect(general).to_contain_text("took more than 0.3 s to compute")
+    status = form_of(page, name).locator("[data-status]")
+    expect(status).to_contain_text("took more than 0.3 s to compute, so it was stopped")
+    expect(status).to_contain_text("the result shown is for the last inputs that worked")
+    # the last good result stays
+    assert result_json(page, name) == good
+    expect(form_of(page, name).locator("[data-result] svg").first).to_be_attached()
+    for _ in range(100):
+        if closed:
+            break
+        page.wait_for_timeout(50)
+    assert closed, "the stuck worker was not stopped"
+
+    # a fresh worker answers the next input, at the normal limit
+    page.evaluate("delete window.kdComputeTimeoutMs")
+    set_value(page, name, "gpus", "2")
+    want = cpython(name, inputs_of(page, name))
+    assert want != good
+    wait_result(page, name, want, timeout=READY)  # the fresh worker loads Pyodide first
+    expect(form_of(page, name).locator("[data-result]")).to_have_attribute("data-state", "ready")
+    expect(general).to_be_hidden()
+    expect(status).to_have_text("recomputed in your browser")
+    assert _calculator_worker(page) is not stuck
+
+
+def test_loading_pyodide_does_not_count_against_the_limit(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    name = "kv-cache"
+    # a limit far below the time Pyodide takes to load here (its wasm is held back longer)
+    page.add_init_script("window.kdComputeTimeoutMs = 1500")
+    held = []
+    page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
+    page.goto(base_url + "calculators/kv-cache/")
+    for _ in range(600):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1, "the worker never asked for Pyodide"
+    page.wait_for_timeout(2500)
+    held[0].fallback()
+    wait_settled(page, name)
+    assert shown_errors(page, name) == []
+    expect(form_of(page, name).locator("[data-result]")).to_have_attribute("data-state", "ready")
+    assert result_json(page, name) == cpython(name, inputs_of(page, name))

@@ -3,32 +3,89 @@
 (() => {
   "use strict";
   const base = new URL("./", document.currentScript.src);
-  let worker = null;
+  // A computation the worker has not answered after this long is taken for a hang: the
+  // worker is stopped and a fresh one answers the next request, so one input that computes
+  // forever cannot leave the form stuck. Loading Pyodide (seconds) does not count: the clock
+  // starts once the worker says it is ready. A test may set window.kdComputeTimeoutMs.
+  const COMPUTE_TIMEOUT_MS = 5000;
+  let worker = null; // { handle, loaded }
   let nextId = 0;
-  const waiting = new Map();
+  // Requests sent and not answered, in the order sent: the worker answers them in that
+  // order, so the first one is the one it is computing.
+  const waiting = new Map(); // id -> { id, name, inputs, resolve }
+  let watchdog = 0;
+
+  function computeTimeoutMs() {
+    const ms = Number(window.kdComputeTimeoutMs);
+    return ms > 0 ? ms : COMPUTE_TIMEOUT_MS;
+  }
 
   function startWorker() {
     if (worker) return worker;
-    worker = new Worker(new URL("worker.js", base), { type: "module" });
-    worker.onmessage = (event) => {
-      const { id } = event.data;
-      const resolve = waiting.get(id);
-      waiting.delete(id);
-      if (resolve) resolve(event.data);
+    const handle = new Worker(new URL("worker.js", base), { type: "module" });
+    const current = { handle, loaded: false };
+    current.handle.onmessage = (event) => {
+      if (worker !== current) return; // a stopped worker's last words
+      const data = event.data;
+      if ("ready" in data) {
+        current.loaded = true;
+      } else {
+        const request = waiting.get(data.id);
+        waiting.delete(data.id);
+        if (request) request.resolve(data);
+      }
+      armWatchdog();
     };
-    worker.onerror = (event) => {
-      for (const resolve of waiting.values()) resolve({ error: event.message || "worker failed" });
+    current.handle.onerror = (event) => {
+      if (worker !== current) return;
+      // The worker's script failed: this one is dead, the next request starts another.
+      stop(current);
+      const failed = [...waiting.values()];
       waiting.clear();
+      for (const request of failed) request.resolve({ error: event.message || "worker failed" });
     };
-    return worker;
+    worker = current;
+    return current;
+  }
+
+  function stop(which) {
+    clearTimeout(watchdog);
+    watchdog = 0;
+    which.handle.terminate();
+    if (worker === which) worker = null;
+  }
+
+  // One timer, for the request the worker is on; it restarts with each answer, so a request
+  // queued behind a slow one gets its own full time.
+  function armWatchdog() {
+    clearTimeout(watchdog);
+    watchdog = 0;
+    if (!worker || !worker.loaded || waiting.size === 0) return;
+    const ms = computeTimeoutMs();
+    watchdog = setTimeout(() => timedOut(ms), ms);
+  }
+
+  function timedOut(ms) {
+    const [stuck, ...queued] = waiting.values();
+    if (!stuck) return;
+    waiting.clear();
+    stop(worker);
+    stuck.resolve({ timedOut: true, ms });
+    // The requests queued behind it were never started: a fresh worker answers them.
+    startWorker();
+    for (const request of queued) send(request);
+  }
+
+  function send(request) {
+    waiting.set(request.id, request);
+    const { id, name, inputs } = request;
+    startWorker().handle.postMessage({ id, name, inputs });
+    if (waiting.size === 1) armWatchdog(); // the worker was idle: it starts on this one
   }
 
   function call(name, inputs) {
     const id = ++nextId;
-    return new Promise((resolve) => {
-      waiting.set(id, resolve);
-      startWorker().postMessage({ id, name, inputs });
-    });
+    return new Promise((resolve) => send({ id, name, inputs, resolve }));
   }
 
   function readInputs(form) {
@@ -40,6 +97,8 @@
     return inputs;
   }
 
+  // A field the link leaves out keeps the page's value: links made before links carried
+  // every field still open.
   function applyParams(form) {
     const params = new URLSearchParams(window.location.search);
     if (params.get("calc") !== form.dataset.calculator) return;
@@ -51,11 +110,11 @@
     }
   }
 
+  // Every field, empty ones and unticked boxes too: a field left out would come back at
+  // the page's default, which is not what the reader saw (a cleared optional field).
   function shareUrl(form) {
     const params = new URLSearchParams({ calc: form.dataset.calculator });
-    for (const [key, value] of Object.entries(readInputs(form))) {
-      if (value !== "" && value !== false) params.set(key, String(value));
-    }
+    for (const [key, value] of Object.entries(readInputs(form))) params.set(key, String(value));
     const url = new URL(window.location.href);
     url.search = params.toString();
     url.hash = form.id;
@@ -109,6 +168,17 @@
       const reply = await call(name, inputs);
       if (ticket !== latest) return; // a newer change is on its way
       clearErrors(form);
+      if (reply.timedOut) {
+        const why = `this input took more than ${reply.ms / 1000} s to compute, so it was stopped`;
+        status.textContent = `${why}; the result shown is for the last inputs that worked`;
+        showError(
+          form,
+          "",
+          `The calculator in your browser stopped: ${why}. ` +
+            "The result shown is for the last inputs that worked.",
+        );
+        return;
+      }
       if (reply.error) {
         status.textContent = "the in-browser calculator failed; the result shown is the last good one";
         showError(form, "", reply.error);

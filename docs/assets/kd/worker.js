@@ -29,6 +29,13 @@ const ready = (async () => {
   return pyodide.globals.get("run_json");
 })();
 
+// The page times each computation from this message on: loading takes seconds and must not
+// count. A failed load says so too (each request then answers with the error).
+ready.then(
+  () => self.postMessage({ ready: true }),
+  (error) => self.postMessage({ ready: false, error: String(error?.message ?? error) }),
+);
+
 self.onmessage = async (event) => {
   const { id, name, inputs } = event.data;
   try {
