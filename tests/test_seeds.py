@@ -1,91 +1,51 @@
-"""Seed statistics: t quantiles against published tables, paired intervals, MDE and seeds."""
+"""Seed statistics: t and noncentral t against published and computed references, paired
+intervals, exact power, MDE and seeds needed, bounds, and JSON-safe results.
 
+Reference values are pinned in tests/data/seeds_reference.json, each table with its
+source and version (scipy, statsmodels, mpmath); tests/data/make_seeds_reference.py
+rewrites it. Nothing here imports them: these tests also run in the browser's Python.
+"""
+
+import json
 import math
+from fractions import Fraction
+from pathlib import Path
 from statistics import NormalDist, fmean, stdev
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from calculators.decimals import typed_value
+from calculators.errors import InputError
 from calculators.seeds import (
+    ALPHA_RANGE,
+    CONFIDENCE_RANGE,
+    EFFECT_RANGE,
+    MAX_SEEDS,
+    POWER_MAX,
+    SCORE_RANGE,
+    SD_RANGE,
     PairedComparison,
+    PairedResult,
     minimum_detectable_effect,
     paired_difference,
-    regularized_beta,
+    paired_power,
     seeds_needed,
+)
+from calculators.student_t import (
+    nct_cdf,
+    nct_sf,
     t_cdf,
-    t_pdf,
+    t_isf,
     t_quantile,
 )
 
-# NIST/SEMATECH e-Handbook of Statistical Methods, 1.3.6.7.2 "Critical Values of the
-# Student's t Distribution" (upper-tail probabilities 0.05, 0.025, 0.005), three decimals.
-NIST_T = [
-    (0.975, 1, 12.706),
-    (0.975, 2, 4.303),
-    (0.975, 4, 2.776),
-    (0.975, 9, 2.262),
-    (0.975, 10, 2.228),
-    (0.975, 29, 2.045),
-    (0.975, 30, 2.042),
-    (0.975, 100, 1.984),
-    (0.95, 5, 2.015),
-    (0.95, 20, 1.725),
-    (0.995, 10, 3.169),
-    (0.995, 3, 5.841),
-]
+REFERENCE = json.loads((Path(__file__).parent / "data" / "seeds_reference.json").read_text())
 
 
-@pytest.mark.parametrize(("p", "df", "expected"), NIST_T)
-def test_t_quantile_matches_nist_table(p, df, expected):
-    assert round(t_quantile(p, df), 3) == expected
-
-
-def test_t_cdf_closed_forms():
-    # df = 1 is the Cauchy distribution: F(t) = 1/2 + atan(t)/pi.
-    for t in (-3.0, -0.5, 0.0, 0.7, 4.0):
-        assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
-    # df = 2: F(t) = 1/2 + t / (2 sqrt(2 + t^2)).
-    for t in (-2.0, 0.3, 5.0):
-        assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-12)
-
-
-def test_t_pdf_closed_forms():
-    # df = 1 (Cauchy): 1 / (pi (1 + t^2)); df = 2: (2 + t^2)^(-3/2).
-    for t in (-3.0, 0.0, 0.7, 40.0):
-        assert t_pdf(t, 1) == pytest.approx(1 / (math.pi * (1 + t * t)), rel=1e-12)
-        assert t_pdf(t, 2) == pytest.approx((2 + t * t) ** -1.5, rel=1e-12)
-
-
-def test_t_exact_quantiles():
-    # Inverting the closed forms above: df = 1, t = tan(pi (p - 1/2)); df = 2,
-    # t = (2p - 1) sqrt(2 / (4 p (1 - p))).
-    for p in (0.6, 0.8, 0.95, 0.99, 0.999999):
-        assert t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-10)
-        exact = (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
-        assert t_quantile(p, 2) == pytest.approx(exact, rel=1e-10)
-
-
-@given(
-    p=st.floats(0.5001, 0.99999),
-    df=st.one_of(st.integers(1, 100_000), st.floats(0.5, 1000.0)),
-)
-def test_t_quantile_inverts_the_cdf(p: float, df: float) -> None:
-    t = t_quantile(p, df)
-    assert t_cdf(t, df) == pytest.approx(p, abs=1e-12)
-    assert t_quantile(1 - p, df) == -t
-
-
-def test_t_approaches_the_normal():
-    assert t_quantile(0.975, 100_000) == pytest.approx(NormalDist().inv_cdf(0.975), abs=1e-4)
-
-
-def test_regularized_beta_closed_form():
-    # I_x(1, 1) = x; I_x(a, 1) = x^a.
-    assert regularized_beta(1, 1, 0.3) == pytest.approx(0.3)
-    assert regularized_beta(3, 1, 0.5) == pytest.approx(0.125)
-    with pytest.raises(ValueError, match=r"x must be in \[0, 1\], got 1.5"):
-        regularized_beta(1, 1, 1.5)
+def rows(table: str) -> list[list]:
+    return REFERENCE[table]["rows"]
 
 
 def test_paired_difference_worked_example():
@@ -105,6 +65,9 @@ def test_paired_difference_worked_example():
     # two-sided p from the t distribution with 4 df
     assert r.p_value == pytest.approx(2 * (1 - t_cdf(r.t_statistic, 4)))
     assert 0.001 < r.p_value < 0.01
+    # the exact figures of the typed decimals: mean 0.018, sd sqrt(0.00007)
+    assert r.mean_difference == 0.018
+    assert r.sd_difference == math.sqrt(0.00007)
 
 
 def test_identical_differences_have_no_t_statistic():
@@ -113,7 +76,13 @@ def test_identical_differences_have_no_t_statistic():
     assert r.sd_difference == 0.0
     assert r.t_statistic is None
     assert r.p_value is None
-    assert r.ci_low == r.ci_high == 0.5
+    # Changed: this pinned ci_low == ci_high == 0.5, an interval of width 0 that "excluded
+    # 0". With sd 0 the t interval is undefined (0/0 in its derivation); it now says so.
+    assert r.ci_low is None and r.ci_high is None
+    assert r.excludes_zero is None
+    assert r.log10_p_value is None
+    assert r.mean_difference == 0.5
+    assert r.standard_error == 0.0
 
 
 # G*Power 3.1 (Faul et al. 2007, Behavior Research Methods 39:175), "t tests - Means:
@@ -148,33 +117,46 @@ def test_seeds_needed_is_the_smallest_that_resolves(ratio, sd):
         assert minimum_detectable_effect(sd, n - 1) > effect
 
 
+def _valid_score(x: float) -> float:
+    # Changed from the raw floats: scores below 1e-200 in magnitude are now refused
+    # (see test_bounds_are_refused_at_their_field); they become 0 here.
+    return x if x == 0 or abs(x) >= SCORE_RANGE[0] else 0.0
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     pairs=st.lists(st.tuples(st.floats(-100, 100), st.floats(-100, 100)), min_size=2, max_size=30),
     confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99]),
 )
 def test_interval_contains_the_mean_and_widens_with_confidence(pairs, confidence):
+    pairs = [(_valid_score(x), _valid_score(y)) for x, y in pairs]
     a, b = zip(*pairs, strict=True)
     r = paired_difference(PairedComparison(a=a, b=b, confidence=confidence))
-    assert r.ci_low <= r.mean_difference <= r.ci_high
     assert r.mean_difference == pytest.approx(fmean(y - x for x, y in pairs), abs=1e-9)
+    if r.sd_difference == 0:  # changed: equal differences have no interval (None)
+        assert r.ci_low is None and r.ci_high is None
+        return
+    assert r.ci_low <= r.mean_difference <= r.ci_high
     wider = paired_difference(PairedComparison(a=a, b=b, confidence=0.999))
     assert wider.ci_high - wider.ci_low >= r.ci_high - r.ci_low - 1e-12
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("kwargs", "match", "field"),
     [
-        ({"a": (1.0,), "b": (1.0,)}, "seeds must be at least 2, got 1"),
-        ({"a": (1.0, 2.0), "b": (1.0,)}, r"b must have one score per seed of a \(2\), got 1"),
-        ({"a": (1.0, math.nan), "b": (1.0, 2.0)}, "a scores must be finite numbers, got nan"),
-        ({"a": (1.0, 2.0), "b": (1.0, "x")}, "b scores must be finite numbers, got 'x'"),
-        ({"a": (1.0, 2.0), "b": (1.0, 2.0), "confidence": 1.0}, "confidence must be in"),
+        ({"a": (1.0,), "b": (1.0,)}, "seeds must be at least 2, got 1", "a"),
+        ({"a": (1.0, 2.0), "b": (1.0,)}, r"b must have one score per seed of a \(2\), got 1", "b"),
+        ({"a": (1.0, math.nan), "b": (1.0, 2.0)}, "a scores must be finite numbers, got nan", "a"),
+        ({"a": (1.0, 2.0), "b": (1.0, "x")}, "b scores must be finite numbers, got 'x'", "b"),
+        ({"a": (1.0, 2.0), "b": (1.0, 2.0), "confidence": 1.0}, "confidence must be in", None),
     ],
 )
-def test_bad_comparisons(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_comparisons(kwargs, match, field):
+    with pytest.raises(ValueError, match=match) as e:
         PairedComparison(**kwargs)
+    assert isinstance(e.value, InputError)
+    assert e.value.field == (field or "confidence")
+    assert str(e.value).startswith(e.value.field)
 
 
 def test_bad_power_inputs():
@@ -182,9 +164,13 @@ def test_bad_power_inputs():
         minimum_detectable_effect(0, 5)
     with pytest.raises(ValueError, match="seeds must be at least 2, got 1"):
         minimum_detectable_effect(1.0, 1)
-    with pytest.raises(ValueError, match=r"power must be in \(0, 1\), got 1.2"):
+    # Changed: the bounds of power and alpha are now [above alpha, 1 - 1e-10] and
+    # [1e-10, 0.5], said in the messages (they were (0, 1)).
+    with pytest.raises(
+        ValueError, match=r"power must be a number above alpha and at most 1 - 1e-10"
+    ):
         minimum_detectable_effect(1.0, 5, power=1.2)
-    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\), got 0"):
+    with pytest.raises(ValueError, match=r"alpha must be a number from 1e-10 to 0.5 .*got 0"):
         minimum_detectable_effect(1.0, 5, alpha=0)
     with pytest.raises(ValueError, match=r"effect must be a positive number, got -0\.1"):
         seeds_needed(-0.1, 1.0)
@@ -194,3 +180,416 @@ def test_bad_power_inputs():
         t_quantile(1, 5)
     with pytest.raises(ValueError, match="df must be a positive number, got 0"):
         t_cdf(1.0, 0)
+
+
+# --- Pinned references (tests/data/seeds_reference.json, sources and versions inside).
+
+
+def test_reference_file_names_its_sources():
+    assert REFERENCE["versions"] == {
+        "scipy": "1.17.1",
+        "statsmodels": "0.15.0",
+        "mpmath": "1.3.0",
+        "numpy": "2.4.6",
+    }
+    for table in ("t_sf", "t_isf", "nct", "power", "mde", "seeds_needed", "quadrature", "paired"):
+        assert REFERENCE[table]["source"]
+        assert rows(table)
+
+
+def test_paired_power_matches_statsmodels():
+    # statsmodels.stats.power.TTestPower().power(dz, n, alpha), statsmodels 0.15.0: the
+    # one-sample / paired two-sided t test, effect_size = δ / sd, nobs = n, df = n - 1
+    # (the same quantity as here; checked against scipy's nct when the table was made).
+    # 40 rows where statsmodels returns NaN carry scipy's nct.sf(c, nc) + nct.sf(c, -nc).
+    for dz, n, alpha, power, _source in rows("power"):
+        assert paired_power(dz, 1.0, n, alpha=alpha) == pytest.approx(power, abs=1e-13), (
+            dz,
+            n,
+            alpha,
+        )
+
+
+def test_minimum_detectable_effect_grid():
+    # The root of TTestPower().power (scipy.optimize.brentq, xtol 1e-15), scipy 1.17.1,
+    # statsmodels 0.15.0: n 2..30, alpha 0.01/0.05/0.1, power 0.5/0.8/0.9/0.95.
+    # These replace the central-t values (t_{1-α/2} + t_power) sd / √n the code gave, which
+    # the issue showed overstate the power (see test_mde_at_three_seeds_has_the_power).
+    for n, alpha, power, dz in rows("mde"):
+        assert minimum_detectable_effect(1.0, n, alpha=alpha, power=power) == pytest.approx(
+            dz, rel=1e-12
+        ), (n, alpha, power)
+        assert minimum_detectable_effect(0.01, n, alpha=alpha, power=power) == pytest.approx(
+            0.01 * dz, rel=1e-12
+        )
+
+
+def test_seeds_needed_grid():
+    # The smallest n with TTestPower().power >= power, scipy 1.17.1 / statsmodels 0.15.0,
+    # over dz 0.2..3, alpha 0.01/0.05/0.1, power 0.5/0.8/0.9/0.95.
+    short = 0
+    for dz, alpha, power, n, central in rows("seeds_needed"):
+        assert seeds_needed(dz, 1.0, alpha=alpha, power=power) == n, (dz, alpha, power)
+        short += central < n
+    # the central-t rule the code had was one seed short in 17 of these 168 cells
+    assert short == 17
+
+
+def test_seeds_needed_cells_where_the_central_rule_was_one_short():
+    # e.g. dz 0.7, alpha 0.01, power 0.8: the central rule said 27 seeds, whose real power
+    # is 0.796 (TTestPower().power, statsmodels 0.15.0); 28 are needed.
+    assert seeds_needed(0.7, 1.0, alpha=0.01, power=0.8) == 28
+    assert seeds_needed(1.0, 1.0, alpha=0.01, power=0.9) == 19
+    assert seeds_needed(2.5, 1.0, alpha=0.05, power=0.9) == 5
+    assert paired_power(0.7, 1.0, 27, alpha=0.01) == pytest.approx(0.7958360498928483, abs=1e-13)
+
+
+def test_large_noncentrality_matches_mpmath_quadrature():
+    # λ above 50 goes through the integral over Z; mpmath 1.3.0 quad at 50 digits of
+    # E_Z[Q(ν/2, ν (Z + λ)² / (2 c²))] for the miss probability (2 seeds at alpha 1e-10
+    # need λ near 4e10).
+    for nu, alpha, lam, miss in rows("quadrature"):
+        seeds = nu + 1
+        power = paired_power(lam, math.sqrt(seeds), seeds, alpha=alpha)  # effect √n / sd = λ
+        assert 1 - power == pytest.approx(miss, rel=1e-9, abs=1e-16), (nu, alpha, lam)
+
+
+def test_paired_cases_match_exact_arithmetic():
+    # exact rationals of the typed scores, mpmath 1.3.0 at 50 digits
+    for a, b, mean, sd, t, p, log10_p in rows("paired"):
+        r = paired_difference(PairedComparison(a=tuple(a), b=tuple(b)))
+        assert r.mean_difference == mean
+        assert r.sd_difference == pytest.approx(sd, rel=1e-15)
+        assert r.t_statistic == pytest.approx(t, rel=1e-15)
+        assert r.p_value == pytest.approx(p, rel=1e-13, abs=0)
+        assert r.log10_p_value == pytest.approx(log10_p, rel=1e-14, abs=1e-14)
+
+
+# --- Defect 1: power with the noncentral t.
+
+
+def test_mde_at_three_seeds_has_the_power():
+    # 3 seeds, alpha 0.05, power 0.8: the central-t form gave 3.0965 sd, whose real power is
+    # 0.766 (TTestPower().power, statsmodels 0.15.0); the exact answer is 3.26404 sd.
+    mde = minimum_detectable_effect(1.0, 3, alpha=0.05, power=0.8)
+    assert mde == pytest.approx(3.264043549699571, rel=1e-12)
+    assert paired_power(mde, 1.0, 3) == pytest.approx(0.8, abs=1e-12)
+    assert paired_power(3.0965101474461254, 1.0, 3) == pytest.approx(0.7662710461269, abs=1e-12)
+
+
+def test_power_below_one_half_has_a_positive_effect():
+    # the central form gave -0.43 sd at power 0.01; power 0.3 > alpha has a real answer
+    mde = minimum_detectable_effect(1.0, 5, alpha=0.05, power=0.3)
+    assert mde > 0
+    assert paired_power(mde, 1.0, 5) == pytest.approx(0.3, abs=1e-12)
+    tiny = minimum_detectable_effect(1.0, 5, alpha=0.05, power=0.05 + 1e-9)
+    assert 0 < tiny < mde
+    # one ulp above alpha: power - alpha is summed directly, not as rounding noise
+    alpha = 0.0820849986238988
+    hair = minimum_detectable_effect(1.0, 5, alpha=alpha, power=math.nextafter(alpha, 1))
+    assert 0 < hair < tiny
+
+
+@pytest.mark.parametrize("power", [0.01, 0.05])
+def test_power_at_or_below_alpha_is_refused(power):
+    with pytest.raises(InputError, match="detects' a zero effect with probability alpha") as e:
+        minimum_detectable_effect(1.0, 5, alpha=0.05, power=power)
+    assert e.value.field == "power"
+    with pytest.raises(InputError) as e:
+        seeds_needed(0.5, 1.0, alpha=0.05, power=power)
+    assert e.value.field == "power"
+
+
+def test_power_is_alpha_at_no_effect_and_one_at_a_huge_one():
+    assert paired_power(EFFECT_RANGE[0], SD_RANGE[1], 5, alpha=0.05) == pytest.approx(
+        0.05, rel=1e-13
+    )
+    assert paired_power(EFFECT_RANGE[1], SD_RANGE[0], 2, alpha=1e-10) == 1.0
+
+
+# --- Defect 2: p-values of exactly 0, quantiles through 1 - tiny.
+
+
+def test_strong_effects_have_tiny_p_values_not_zero():
+    # five seeds, differences 1 ± 1e-6: t = 2.8e6, p = 9.375e-26 (mpmath, see the table);
+    # the code had 2 (1 - cdf) = 0.0
+    r = paired_difference(
+        PairedComparison(a=(0, 0, 0, 0, 0), b=(1, 1.000001, 0.999999, 1.0000005, 0.9999995))
+    )
+    assert r.p_value == pytest.approx(9.374999999992187e-26, rel=1e-13)
+    assert r.log10_p_value == pytest.approx(-25.02802872360, abs=1e-11)
+    assert r.excludes_zero is True
+
+
+def test_p_values_below_the_smallest_double_keep_their_logarithm():
+    r = paired_difference(PairedComparison(a=(0,) * 30, b=tuple(1 + i * 1e-15 for i in range(30))))
+    assert r.p_value == 0.0
+    assert r.log10_p_value == pytest.approx(-408.6516146520680, abs=1e-10)
+
+
+def test_critical_values_for_tiny_tails():
+    # confidence 1 - 1e-10 at 2 seeds: t = 1 / tan(π 5e-11) = 6366197723.675813; the code
+    # had 6366195502.49 (1 - 5e-11 formed in floating point loses 6 digits)
+    r = paired_difference(PairedComparison(a=(0.1, 0.3), b=(0.2, 0.5), confidence=1 - 1e-10))
+    assert r.t_critical == pytest.approx(1 / math.tan(math.pi * 5e-11), rel=1e-13)
+    r = paired_difference(PairedComparison(a=(0.1, 0.3, 0.2), b=(0.2, 0.5, 0.6), confidence=0.999))
+    assert r.t_critical == pytest.approx((1 - 1e-3) / math.sqrt(1e-3 * (1 - 5e-4)), rel=1e-13)
+
+
+# --- Defect 3: zero or near-zero variance, and overflow.
+
+
+def test_differences_equal_as_typed_have_sd_zero():
+    # 0.2 - 0.1 and 0.3 - 0.2 are both 0.1 as typed; in binary they differ by 2.8e-17, and
+    # the code reported sd 1.96e-17, p 0 and an interval that excludes 0
+    r = paired_difference(PairedComparison(a=(0.1, 0.2), b=(0.2, 0.3)))
+    assert r.sd_difference == 0.0
+    assert r.standard_error == 0.0
+    assert r.mean_difference == 0.1
+    assert (r.ci_low, r.ci_high, r.t_statistic, r.p_value, r.log10_p_value) == (None,) * 5
+    assert r.excludes_zero is None
+    assert r.t_critical == pytest.approx(12.706204736174707, rel=1e-13)
+
+
+def test_tiny_scores_keep_their_spread():
+    # the squares of 1e-170 underflowed: the code said sd 0 for unequal differences
+    r = paired_difference(PairedComparison(a=(1e-170, 3e-170), b=(0.0, 0.0)))
+    assert r.sd_difference == pytest.approx(math.sqrt(2) * 1e-170, rel=1e-15)
+    assert r.t_statistic == pytest.approx(-2.0, rel=1e-15)
+    assert r.excludes_zero is False
+
+
+def test_huge_scores_do_not_overflow():
+    # the code raised OverflowError in the variance
+    r = paired_difference(PairedComparison(a=(1e200, 0.0), b=(0.0, 0.0)))
+    assert r.mean_difference == -5e199
+    assert r.sd_difference == pytest.approx(math.sqrt(2) * 5e199, rel=1e-15)
+    assert r.t_statistic == pytest.approx(-1.0, rel=1e-15)
+    assert r.p_value == pytest.approx(0.5, rel=1e-14)
+    assert all(math.isfinite(x) for x in (r.ci_low, r.ci_high, r.standard_error))
+
+
+def test_t_statistic_beyond_a_double_is_refused():
+    with pytest.raises(InputError, match="t statistic exceeds 1e300") as e:
+        paired_difference(PairedComparison(a=(0.0, 1e-200), b=(1e200, 1e200)))
+    assert e.value.field == "b"
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "words"),
+    [
+        (lambda: PairedComparison(a=(1e-201, 1.0), b=(1.0, 2.0)), "a", ["1e-200", "1e-201"]),
+        (lambda: PairedComparison(a=(1.0, 2.0), b=(1.0, -2e200)), "b", ["1e200", "-2e+200"]),
+        (lambda: PairedComparison(a=(1.0, 2.0), b=(1.0, True)), "b", ["True"]),
+        (lambda: PairedComparison(a=[1.0] * (MAX_SEEDS + 1), b=[1.0]), "a", ["100,000"]),
+        (lambda: PairedComparison(a="1,2", b=(1.0, 2.0)), "a", ["list of scores"]),
+        (lambda: PairedComparison(a=(1.0, 2.0), b=(1.0, 2.0), confidence=0.4), "confidence", []),
+        (
+            lambda: PairedComparison(a=(1.0, 2.0), b=(1.0, 2.0), confidence=1 - 1e-11),
+            "confidence",
+            [],
+        ),
+        (lambda: seeds_needed(math.inf, 1.0), "effect", ["inf"]),
+        (lambda: seeds_needed(1e251, 1.0), "effect", ["1e250"]),
+        (lambda: seeds_needed(1.0, 1e231), "sd_difference", ["1e230"]),
+        (lambda: seeds_needed(1.0, 1.0, max_seeds=MAX_SEEDS + 1), "max_seeds", ["100,000"]),
+        (lambda: paired_power(math.nan, 1.0, 5), "effect", ["nan"]),
+        (lambda: paired_power(1.0, 1e-231, 5), "sd_difference", ["1e-230"]),
+        (lambda: paired_power(1.0, 1.0, MAX_SEEDS + 1), "seeds", ["100,000"]),
+        (lambda: paired_power(1.0, 1.0, 5.0), "seeds", ["5.0"]),
+        (lambda: minimum_detectable_effect(1.0, 5, alpha=1e-11), "alpha", ["1e-10", "0.5"]),
+        (lambda: minimum_detectable_effect(1.0, 5, alpha=0.6), "alpha", ["0.5"]),
+        (lambda: minimum_detectable_effect(1.0, 5, power=1.0), "power", ["1 - 1e-10"]),
+        (lambda: minimum_detectable_effect(1.0, 5, power=math.nan), "power", []),
+    ],
+)
+def test_bounds_are_refused_at_their_field(call, field, words):
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.field == field
+    assert str(e.value).startswith(field)
+    for word in words:
+        assert word in str(e.value)
+
+
+def test_public_api():
+    from calculators import seeds
+
+    assert sorted(seeds.__all__) == sorted(
+        [
+            "ALPHA_RANGE",
+            "CONFIDENCE_RANGE",
+            "EFFECT_RANGE",
+            "MAX_SEEDS",
+            "POWER_MAX",
+            "SCORE_RANGE",
+            "SD_RANGE",
+            "PairedComparison",
+            "PairedResult",
+            "minimum_detectable_effect",
+            "paired_difference",
+            "paired_power",
+            "seeds_needed",
+        ]
+    )
+    assert all(hasattr(seeds, name) for name in seeds.__all__)
+
+
+def test_bounds_are_stated():
+    assert ALPHA_RANGE == (1e-10, 0.5)
+    assert CONFIDENCE_RANGE == (0.5, 1 - 1e-10)
+    assert POWER_MAX == 1 - 1e-10
+    assert SCORE_RANGE == (1e-200, 1e200)
+    assert SD_RANGE == (1e-230, 1e230)
+    assert EFFECT_RANGE == (1e-250, 1e250)
+    assert MAX_SEEDS == 100_000
+
+
+def test_extreme_corners_are_finite():
+    # 2 seeds, alpha 1e-10, power 1 - 1e-10: λ near 4e10, through the integral over Z
+    mde = minimum_detectable_effect(SD_RANGE[1], 2, alpha=ALPHA_RANGE[0], power=POWER_MAX)
+    assert math.isfinite(mde)
+    assert paired_power(mde, SD_RANGE[1], 2, alpha=ALPHA_RANGE[0]) == pytest.approx(
+        POWER_MAX, abs=1e-12
+    )
+    tiny = minimum_detectable_effect(SD_RANGE[0], MAX_SEEDS, alpha=0.5, power=0.5 + 1e-16)
+    assert EFFECT_RANGE[0] < tiny < SD_RANGE[0]
+    assert paired_power(tiny, SD_RANGE[0], MAX_SEEDS, alpha=0.5) == pytest.approx(0.5, abs=1e-15)
+
+
+# --- Properties.
+
+
+def log_uniform(low: float, high: float) -> st.SearchStrategy[float]:
+    """Floats spread over the decades from low to high (both included)."""
+    return st.floats(math.log(low), math.log(high)).map(lambda u: min(max(math.exp(u), low), high))
+
+
+alphas = log_uniform(*ALPHA_RANGE)
+sds = log_uniform(*SD_RANGE)
+effects = log_uniform(*EFFECT_RANGE)
+few_seeds = st.integers(2, 60)
+
+
+@st.composite
+def alpha_and_power(draw):
+    alpha = draw(alphas)
+    u = draw(st.floats(0.0, 1.0, exclude_min=True))
+    power = alpha + u * (POWER_MAX - alpha)
+    assume(alpha < power <= POWER_MAX)
+    return alpha, power
+
+
+@settings(max_examples=60, deadline=None)
+@given(dz=st.floats(0.01, 20), n=few_seeds, alpha=alphas, grow=st.floats(1.0, 3.0))
+def test_power_rises_with_effect_and_with_seeds(dz, n, alpha, grow):
+    base = paired_power(dz, 1.0, n, alpha=alpha)
+    assert alpha * (1 - 1e-12) <= base <= 1.0
+    assert paired_power(dz * grow, 1.0, n, alpha=alpha) >= base - 1e-15
+    assert paired_power(dz, 1.0, n + 1, alpha=alpha) >= base - 1e-15
+
+
+@settings(max_examples=60, deadline=None)
+@given(sd=sds, n=st.one_of(few_seeds, st.integers(2, MAX_SEEDS)), ap=alpha_and_power())
+def test_power_at_the_mde_is_the_requested_power(sd, n, ap):
+    alpha, power = ap
+    mde = minimum_detectable_effect(sd, n, alpha=alpha, power=power)
+    assert mde > 0 and math.isfinite(mde)
+    assert paired_power(mde, sd, n, alpha=alpha) == pytest.approx(power, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dz=st.floats(0.03, 30), ap=alpha_and_power())
+def test_seeds_needed_is_minimal_in_power(dz, ap):
+    alpha, power = ap
+    try:
+        n = seeds_needed(dz, 1.0, alpha=alpha, power=power, max_seeds=MAX_SEEDS)
+    except InputError as e:
+        assert e.field == "effect"
+        assert paired_power(dz, 1.0, MAX_SEEDS, alpha=alpha) < power
+        return
+    assert paired_power(dz, 1.0, n, alpha=alpha) >= power
+    if n > 2:
+        assert paired_power(dz, 1.0, n - 1, alpha=alpha) < power
+
+
+@settings(max_examples=30, deadline=None)
+@given(dz=st.floats(0.01, 10), n=st.integers(2, 300), alpha=st.floats(0.001, 0.5))
+def test_paired_power_is_the_two_noncentral_tails(dz, n, alpha):
+    lam = dz * math.sqrt(n)
+    assume(lam <= 100)
+    c = t_isf(alpha / 2, n - 1)
+    both = nct_sf(c, n - 1, lam) + nct_cdf(-c, n - 1, lam)
+    assert paired_power(dz, 1.0, n, alpha=alpha) == pytest.approx(both, abs=1e-13)
+
+
+scores = st.one_of(
+    st.just(0.0),
+    st.floats(-100, 100).map(_valid_score),
+    st.floats(SCORE_RANGE[0], SCORE_RANGE[1]),
+    st.floats(-SCORE_RANGE[1], -SCORE_RANGE[0]),
+)
+confidences = st.floats(CONFIDENCE_RANGE[0], CONFIDENCE_RANGE[1])
+
+
+def _floats_in(result: PairedResult) -> list[float | None]:
+    return [
+        result.mean_difference,
+        result.sd_difference,
+        result.standard_error,
+        result.t_critical,
+        result.ci_low,
+        result.ci_high,
+        result.t_statistic,
+        result.p_value,
+        result.log10_p_value,
+    ]
+
+
+@settings(max_examples=80, deadline=None)
+@given(pairs=st.lists(st.tuples(scores, scores), min_size=2, max_size=12), confidence=confidences)
+def test_paired_results_are_json_safe(pairs, confidence):
+    a, b = zip(*pairs, strict=True)
+    try:
+        r = paired_difference(PairedComparison(a=a, b=b, confidence=confidence))
+    except InputError as e:  # differences equal to 300 digits but not exactly
+        assert e.field == "b" and "t statistic exceeds" in str(e)
+        return
+    for x in _floats_in(r):
+        assert x is None or (isinstance(x, float) and math.isfinite(x)), r
+    json.dumps({**vars(r), "excludes_zero": r.excludes_zero}, allow_nan=False)
+    assert (r.ci_low is None) == (r.sd_difference == 0) == (r.excludes_zero is None)
+    if r.p_value is not None:
+        assert 0.0 <= r.p_value <= 1.0
+        assert r.log10_p_value <= 0.0
+        if r.log10_p_value > -300:
+            assert r.p_value > 0.0
+            assert math.log10(r.p_value) == pytest.approx(r.log10_p_value, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.lists(st.tuples(scores, scores), min_size=2, max_size=8))
+def test_mean_is_the_exact_mean_of_the_typed_scores(pairs):
+    a, b = zip(*pairs, strict=True)
+    exact = sum(typed_value(y) - typed_value(x) for x, y in pairs) / Fraction(len(pairs))
+    try:
+        r = paired_difference(PairedComparison(a=a, b=b))
+    except InputError:
+        return
+    assert r.mean_difference == float(exact)
+
+
+@settings(max_examples=40, deadline=None)
+@given(effect=effects, sd=sds, n=st.integers(2, MAX_SEEDS), ap=alpha_and_power())
+def test_power_calculators_are_json_safe(effect, sd, n, ap):
+    alpha, power = ap
+    values = [
+        paired_power(effect, sd, n, alpha=alpha),
+        minimum_detectable_effect(sd, n, alpha=alpha, power=power),
+    ]
+    try:
+        values.append(float(seeds_needed(effect, sd, alpha=alpha, power=power)))
+    except InputError as e:
+        assert e.field == "effect" and "needs more than max_seeds" in str(e)
+    assert all(math.isfinite(v) for v in values), values
+    json.dumps(values, allow_nan=False)
