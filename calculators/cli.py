@@ -237,8 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(_attach_negative_values(argv))
         data, text = run(args.command, args)
+        # strict JSON: a NaN or an infinity is a bug to report, never output to parse
+        out = json.dumps(data, indent=2, allow_nan=False) if args.json else text
     except ValueError as e:  # InputError, UsageError, and any other bad value
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(data, indent=2) if args.json else text)
+    print(out)
     return 0

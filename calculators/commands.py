@@ -607,12 +607,20 @@ def period_label(index: int, period_days: int) -> str:
     return str(first) if period_days == 1 else f"{first:,}-{first + period_days - 1:,}"
 
 
+def _p_value(p: float | None, log10_p: float | None) -> str:
+    """'0.0123', or '10^-412.3' where p is below what a double holds."""
+    if p is None or log10_p is None:
+        return "undefined"
+    return f"{p:.4g}" if p > 1e-300 else f"10^{log10_p:.1f}"
+
+
 def cmd_seeds(args: Args) -> tuple[dict[str, Any], str]:
     data: dict[str, Any] = {}
     text: list[str] = []
+    notes: list[str] = []  # what could not be computed, and why
     if args.a is not None or args.b is not None:
         if args.a is None or args.b is None:
-            raise UsageError("--a and --b must be given together")
+            raise UsageError("--a and --b must be given together", "b" if args.b is None else "a")
         r = paired_difference(
             PairedComparison(
                 a=parse_numbers("a", args.a),
@@ -621,33 +629,52 @@ def cmd_seeds(args: Args) -> tuple[dict[str, Any], str]:
             )
         )
         data["paired"] = {**vars(r), "excludes_zero": r.excludes_zero}
-        p = "n/a (all differences equal)" if r.p_value is None else f"{r.p_value:.4g}"
-        text.append(
+        head = (
             f"{r.seeds} paired seeds: mean difference (b - a) {r.mean_difference:.4g}, "
-            f"sd {r.sd_difference:.4g}\n{r.confidence:.0%} interval "
-            f"[{r.ci_low:.4g}, {r.ci_high:.4g}] (t = {r.t_critical:.4g}, df {r.seeds - 1}); "
-            f"two-sided p {p}; " + ("excludes 0" if r.excludes_zero else "includes 0")
+            f"sd {r.sd_difference:.4g}"
         )
+        if r.ci_low is None or r.ci_high is None:
+            notes.append(
+                "every difference b - a is the same, as typed: their sd is 0, so the t "
+                "interval and the test are undefined (with more seeds, or scores to more "
+                "digits, the differences would show their spread)"
+            )
+            text.append(head)
+        else:
+            text.append(
+                f"{head}\n{r.confidence:.0%} interval [{r.ci_low:.4g}, {r.ci_high:.4g}] "
+                f"(t = {r.t_critical:.4g}, df {r.seeds - 1}); two-sided p "
+                f"{_p_value(r.p_value, r.log10_p_value)}; "
+                + ("excludes 0" if r.excludes_zero else "includes 0")
+            )
         sd = args.sd_difference if args.sd_difference is not None else r.sd_difference
         seeds = args.seeds if args.seeds is not None else r.seeds
     else:
         sd, seeds = args.sd_difference, args.seeds
-    # sd 0 from identical differences has no MDE; a user-given sd is always checked
-    if sd is not None and seeds is not None and (sd > 0 or args.sd_difference is not None):
+    # An sd of 0 from equal differences plans nothing; an sd the reader gives is checked.
+    usable = sd is not None and (sd > 0 or args.sd_difference is not None)
+    if not usable and sd is not None and (seeds is not None or args.effect is not None):
+        notes.append(
+            "the minimum detectable effect and the seeds needed need an sd of the differences "
+            "above 0: give one (--sd-difference), from a pilot run or an earlier campaign"
+        )
+    if usable and seeds is not None:
         mde = minimum_detectable_effect(sd, seeds, alpha=args.alpha, power=args.power)
         data["minimum_detectable_effect"] = mde
         text.append(
-            f"Minimum detectable effect with {seeds} seeds (alpha {args.alpha}, "
-            f"power {args.power}): {mde:.4g}"
+            f"Minimum detectable effect with {seeds} seeds (alpha {args.alpha:g}, "
+            f"power {args.power:g}): {mde:.4g}"
         )
-    if args.effect is not None:
-        if sd is None:
-            raise UsageError("--effect needs --sd-difference or --a/--b")
+    if args.effect is not None and usable:
         n = seeds_needed(args.effect, sd, alpha=args.alpha, power=args.power)
         data["seeds_needed"] = n
         text.append(f"Seeds needed to detect {args.effect:g}: {n}")
+    elif args.effect is not None and sd is None:
+        raise UsageError("--effect needs --sd-difference or --a/--b", "effect")
     if not data:
         raise UsageError("give --a and --b, or --sd-difference with --seeds or --effect")
+    data["notes"] = notes
+    text += [f"Note: {n}" for n in notes]
     return data, "\n".join(text)
 
 

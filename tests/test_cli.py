@@ -342,7 +342,10 @@ BAD = [
     (["seeds", "--a", "1,x", "--b", "1,2"], "--a must be comma-separated numbers, got '1,x'"),
     (["seeds", "--sd-difference", "0", "--seeds", "5"], "--sd-difference must be a positive"),
     (["seeds", "--sd-difference", "1", "--seeds", "1"], "seeds must be at least 2, got 1"),
-    (["seeds", "--sd-difference", "1", "--seeds", "5", "--power", "2"], "power must be in"),
+    (
+        ["seeds", "--sd-difference", "1", "--seeds", "5", "--power", "2"],
+        "--power must be a number above alpha",
+    ),
 ]
 
 

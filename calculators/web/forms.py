@@ -29,6 +29,14 @@ from calculators.limits import (
     MAX_TRAINING_TOKENS,
 )
 from calculators.presets import preset_ids
+from calculators.seeds import (
+    ALPHA_RANGE,
+    CONFIDENCE_RANGE,
+    EFFECT_RANGE,
+    MAX_SEEDS,
+    POWER_MAX,
+    SD_RANGE,
+)
 from calculators.training import DEFAULT_LORA_TARGETS
 from calculators.training_states import OPTIMIZERS, PRECISIONS
 
@@ -612,17 +620,17 @@ CALCULATORS: dict[str, Calculator] = {
                     label="Interval level",
                     kind="float",
                     default=0.95,
-                    minimum=0,
-                    maximum=1,
-                    help="Confidence level of the interval, in (0, 1).",
+                    minimum=CONFIDENCE_RANGE[0],
+                    maximum=CONFIDENCE_RANGE[1],
+                    help="Confidence level of the interval, from 0.5 to 1 - 1e-10.",
                 ),
                 Field(
                     name="sd_difference",
                     label="sd of the differences",
                     kind="float",
                     optional=True,
-                    minimum=0,
-                    maximum=1e12,
+                    minimum=SD_RANGE[0],
+                    maximum=SD_RANGE[1],
                     help="Instead of scores: the standard deviation of per-seed differences.",
                 ),
                 Field(
@@ -631,7 +639,7 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="int",
                     optional=True,
                     minimum=2,
-                    maximum=1_000_000,
+                    maximum=MAX_SEEDS,
                     help="Seeds for the minimum detectable effect; empty: as many as scores.",
                 ),
                 Field(
@@ -640,8 +648,8 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="float",
                     default=0.005,
                     optional=True,
-                    minimum=0,
-                    maximum=1e12,
+                    minimum=EFFECT_RANGE[0],
+                    maximum=EFFECT_RANGE[1],
                     help="The smallest difference worth detecting: how many seeds it needs.",
                 ),
                 Field(
@@ -649,9 +657,9 @@ CALCULATORS: dict[str, Calculator] = {
                     label="Test level alpha",
                     kind="float",
                     default=0.05,
-                    minimum=0,
-                    maximum=1,
-                    help="Two-sided test level.",
+                    minimum=ALPHA_RANGE[0],
+                    maximum=ALPHA_RANGE[1],
+                    help="Two-sided test level, from 1e-10 to 0.5; the interval has its own level.",
                 ),
                 Field(
                     name="power",
@@ -659,8 +667,9 @@ CALCULATORS: dict[str, Calculator] = {
                     kind="float",
                     default=0.8,
                     minimum=0,
-                    maximum=1,
-                    help="Probability of detecting the gap when it is there.",
+                    maximum=POWER_MAX,
+                    help="Probability of detecting the gap when it is there: above alpha "
+                    "(alpha itself is the chance of 'detecting' no gap at all).",
                 ),
             ),
         ),

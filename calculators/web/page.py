@@ -30,7 +30,7 @@ def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "ok": True,
         "result": result,
-        "result_json": json.dumps(result),
+        "result_json": json.dumps(result, allow_nan=False),
         "html": render_result(name, result),
         "csv": to_csv(result),
         "command": command_line(argv_for(calc, clean(calc, inputs or {}))),
@@ -39,7 +39,7 @@ def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def run_json(name: str, inputs_json: str) -> str:
     """The worker's entry point: JSON inputs in, `evaluate`'s answer as JSON out."""
-    return json.dumps(evaluate(name, json.loads(inputs_json)))
+    return json.dumps(evaluate(name, json.loads(inputs_json)), allow_nan=False)
 
 
 def command_line(argv: list[str]) -> str:

@@ -350,6 +350,19 @@ def _p(text: str) -> str:
     return f'<p class="kd-summary">{escape(text)}</p>'
 
 
+def _warnings(r: dict[str, Any]) -> str:
+    """The result's warnings, shown above it: the figures stand, but read them with this."""
+    return "".join(
+        f'<p class="kd-warning" role="note"><strong>Warning:</strong> {escape(w)}</p>'
+        for w in r.get("warnings", ())
+    )
+
+
+def _notes(r: dict[str, Any]) -> str:
+    """What the result could not compute, and why."""
+    return "".join(f'<p class="kd-note">{escape(n)}</p>' for n in r.get("notes", ()))
+
+
 def _weights(r: dict[str, Any]) -> str:
     p = r["parameters"]
     rows = [[k, format_count(n), f"{n:,}"] for k, n in p["by_line"].items() if n]
@@ -366,7 +379,12 @@ def _weights(r: dict[str, Any]) -> str:
             html_table(
                 ["category", "GiB", "bytes"],
                 [[c, format_gib(b), f"{b:,}"] for c, b in cats]
-                + [["total", format_gib(r["weight_bytes"]), f"{r['weight_bytes']:,}"]],
+                + [["total", format_gib(r["weight_bytes"]), f"{r['weight_bytes']:,}"]]
+                + (
+                    [["MTP modules (apart)", format_gib(mtp), f"{mtp:,}"]]
+                    if (mtp := r.get("mtp_weight_bytes", 0))
+                    else []
+                ),
                 caption="Weights memory",
             ),
             html_table(["parameters", "count", "exact"], rows, caption="Parameter counts"),
@@ -647,26 +665,35 @@ def _budget(r: dict[str, Any]) -> str:
     )
 
 
+def _cell(value: Any) -> str:
+    """A table cell: yes/no for booleans, n/a for what is undefined, 4 digits for floats."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def _seeds(r: dict[str, Any]) -> str:
     parts = []
     rows = []
     if "paired" in r:
         p = r["paired"]
-        parts.append(
-            _p(
-                f"{p['seeds']} paired seeds: mean difference (b - a) {p['mean_difference']:.4g}, "
-                f"{p['confidence']:.0%} interval [{p['ci_low']:.4g}, {p['ci_high']:.4g}], "
-                + ("excludes 0." if p["excludes_zero"] else "includes 0.")
+        head = f"{p['seeds']} paired seeds: mean difference (b - a) {p['mean_difference']:.4g}"
+        if p["ci_low"] is None or p["ci_high"] is None:
+            parts.append(_p(f"{head}; every difference is the same, so no t interval."))
+        else:
+            parts.append(
+                _p(
+                    f"{head}, {p['confidence']:.0%} interval [{p['ci_low']:.4g}, "
+                    f"{p['ci_high']:.4g}], "
+                    + ("excludes 0." if p["excludes_zero"] else "includes 0.")
+                )
             )
-        )
-        parts.append(interval_svg(p["ci_low"], p["ci_high"], p["mean_difference"], p["confidence"]))
-        rows += [
-            [
-                k.replace("_", " "),
-                "n/a" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v),
-            ]
-            for k, v in p.items()
-        ]
+            parts.append(
+                interval_svg(p["ci_low"], p["ci_high"], p["mean_difference"], p["confidence"])
+            )
+        rows += [[k.replace("_", " "), _cell(v)] for k, v in p.items()]
     if "minimum_detectable_effect" in r:
         rows.append(["minimum detectable effect", f"{r['minimum_detectable_effect']:.4g}"])
     if "seeds_needed" in r:
@@ -688,8 +715,9 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 def render_result(name: str, result: dict[str, Any]) -> str:
-    """The result as HTML: a summary, an SVG chart where one helps, and tables."""
-    return RENDERERS[name](result)
+    """The result as HTML: its warnings, a summary, an SVG chart where one helps, tables,
+    and notes on what could not be computed."""
+    return _warnings(result) + RENDERERS[name](result) + _notes(result)
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
