@@ -764,7 +764,7 @@ def test_any_size_is_read_within_its_bound_or_refused(preset_id, data):
     config = load_preset(preset_id)
     target = config.get("text_config", config)
     key = data.draw(st.sampled_from(sorted(k for k in target if k in CONFIG_MAX)), label="key")
-    target[key] = value = data.draw(st.integers(1, 2**64), label="value")
+    target[key] = data.draw(st.integers(1, 2**64), label="value")
     try:
         spec = read_hf_config(config)
     except ValueError:  # named by its key; any other exception fails the test
