@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from calculators.commands import COMMANDS, DEFAULTS, UsageError, run
-from calculators.errors import InputError
+from calculators.errors import QUOTE_LIMIT, InputError
 from calculators.parsing import parse_float, parse_int
 
 __all__ = ["UsageError", "build_parser", "main", "real_number", "whole_number"]
@@ -24,6 +24,9 @@ __all__ = ["UsageError", "build_parser", "main", "real_number", "whole_number"]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        # argparse quotes a bad value whole ("invalid choice: '...'"); keep the line short
+        if len(message) > 4 * QUOTE_LIMIT:
+            message = f"{message[: 3 * QUOTE_LIMIT]}... ({len(message):,} characters)"
         raise UsageError(message)
 
 

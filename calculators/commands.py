@@ -323,7 +323,7 @@ def _zero_stage(zero: int | None, fsdp: str | None) -> int:
     if fsdp is None:
         return 0 if zero is None else zero
     if fsdp not in FSDP_STAGES:
-        raise UsageError(f"--fsdp must be full-shard or shard-grad-op, got {fsdp!r}")
+        raise UsageError(f"--fsdp must be full-shard or shard-grad-op, got {shown(fsdp)}", "fsdp")
     if zero is not None and zero != FSDP_STAGES[fsdp]:
         raise UsageError(f"--fsdp {fsdp} is ZeRO-{FSDP_STAGES[fsdp]}, but --zero {zero} was given")
     return FSDP_STAGES[fsdp]

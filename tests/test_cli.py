@@ -1,14 +1,20 @@
 """The CLI's public contract: JSON keys and values, and one-line errors with exit 2."""
 
+import io
 import json
 import re
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calculators.cli import main
+from calculators.commands import DEFAULTS
 from calculators.presets import load_preset
+from tests.cli_helpers import subparser
 
 
 def run_json(capsys, *argv):
@@ -518,3 +524,51 @@ def test_training_text_names_the_card_once(capsys):
     out = capsys.readouterr().out
     assert "Visible memory on the card given by its memory: 24.00 GiB;" in out
     assert "visible 24.00 GiB" not in out
+
+
+# Values a reader might type into any flag: numbers of every size and sign, non-finite
+# ones, words, lists, and long text.
+TYPED = st.one_of(
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(["0", "-1", "1e9", "1e300", "-1e300", "inf", "-inf", "nan", "1e-320"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text("abc-_,.:=0123456789e", max_size=12),
+    st.lists(st.floats(-1e250, 1e250), min_size=1, max_size=5).map(
+        lambda xs: ",".join(map(repr, xs))
+    ),
+    st.just("9" * 5_000),
+)
+
+
+def _flags(command: str) -> list[tuple[str, bool]]:
+    """(flag, takes a value) of the subcommand, from the CLI's own parser."""
+    out = []
+    for action in subparser(command)._actions:
+        if action.option_strings and action.dest not in ("help", "json"):
+            out.append((action.option_strings[0], action.nargs != 0))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(command=st.sampled_from(sorted(DEFAULTS)), data=st.data())
+def test_any_typed_values_give_an_answer_or_one_error_line(command, data):
+    """Every path of every subcommand: exit 0 with strict JSON, or exit 2 with one line."""
+    argv = [command]
+    if command not in ("batch", "budget", "seeds", "presets", "gpus", "formats"):
+        argv += ["--model", data.draw(st.sampled_from(["gpt2", "gemma-2-2b", "mixtral-8x7b"]))]
+    flags = _flags(command)
+    chosen = data.draw(st.lists(st.sampled_from(flags), max_size=5, unique=True)) if flags else []
+    for flag, takes_value in chosen:
+        if flag in ("--config", "--model", "--params"):
+            continue
+        argv += [flag, data.draw(TYPED)] if takes_value else [flag]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main([*argv, "--json"])
+    if status == 0:
+        json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    else:
+        assert status == 2
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), err.getvalue()
+        assert len(lines[0]) < 500

@@ -7,12 +7,12 @@ import json
 from contextlib import redirect_stdout
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calculators.cli import build_parser, main
 from calculators.commands import COMMANDS, DEFAULTS
-from calculators.web import CALCULATORS, Field, FieldError, compute
+from calculators.web import CALCULATORS, Field, FieldError, compute, evaluate
 from calculators.web.compute import args_for, argv_for, calculator, clean
 
 
@@ -170,3 +170,31 @@ def test_calculator_errors_are_shown_at_the_field_typed_into(name, inputs, field
 
 def test_whole_number_fields_take_scientific_notation_as_the_cli_does():
     assert compute("throughput", {"tokens": "1e9"})["training"]["tokens"] == 10**9
+
+
+# What a reader may type into a page's text field: numbers of every size, non-finite
+# values, words, and very long text.
+_TYPED = st.one_of(
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(["", "0", "-1", "1e9", "1e300", "inf", "nan", "1e-320", "a:1:1e300"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text("abc-_,.:=0123456789e\n", max_size=16),
+    st.just("9" * 20_000),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(CALCULATORS)), data=st.data())
+def test_anything_typed_gives_a_result_or_a_message_at_a_field(name, data):
+    calc = CALCULATORS[name]
+    inputs = {}
+    for f in calc.fields:
+        if data.draw(st.booleans()):
+            inputs[f.name] = data.draw(_TYPED if f.kind != "choice" else _value(f))
+    answer = evaluate(name, inputs)
+    if answer["ok"]:
+        json.loads(answer["result_json"], parse_constant=lambda c: pytest.fail(f"{c}"))
+        assert "Traceback" not in answer["html"]
+    else:
+        assert answer["field"] in {"", *(f.name for f in calc.fields)}
+        assert "Traceback" not in answer["message"] and len(answer["message"]) < 500

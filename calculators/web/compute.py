@@ -29,7 +29,7 @@ def calculator(name: str) -> Calculator:
         return CALCULATORS[name]
     except KeyError:
         known = ", ".join(CALCULATORS)
-        raise FieldError("", f"calculator must be one of {known}; got {name!r}") from None
+        raise FieldError("", f"calculator must be one of {known}; got {shown(name)}") from None
 
 
 def _named(f: Field) -> str:

@@ -45,6 +45,8 @@ self.onmessage = async (event) => {
     if (!("computed" in self.kdStartup)) mark("computed");
     self.postMessage({ id, answer, ms: performance.now() - started });
   } catch (error) {
-    self.postMessage({ id, error: String(error && error.message ? error.message : error) });
+    // A Python exception's message is its whole traceback: the reader gets its last line.
+    const text = String(error && error.message ? error.message : error).trim();
+    self.postMessage({ id, error: text.split("\n").pop() });
   }
 };
