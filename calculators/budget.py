@@ -234,7 +234,7 @@ class PackageFit:
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetResult:
-    """Totals, per-phase plan, packages, and a day-by-day schedule of GPU-hours."""
+    """Totals, per-phase plan, packages, and a schedule of GPU-hours by period."""
 
     phases: tuple[PhasePlan, ...]
     gpu_hours: float
