@@ -8,7 +8,7 @@ quoted short.
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import re
 from math import isfinite
 
 from calculators.errors import InputError, shown
@@ -18,22 +18,37 @@ from calculators.errors import InputError, shown
 _MAX_WHOLE = 10**18
 
 
+# A decimal or scientific literal: sign, digits, optional fraction, optional exponent.
+_LITERAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+
+
 def parse_int(field: str, text: str) -> int:
     """A whole number from `text`: digits (with optional _ separators), or a decimal or
-    scientific literal whose value is an exact integer, at most 10^18 in magnitude."""
+    scientific literal whose value is an exact integer, at most 10^18 in magnitude.
+
+    The literal is read as digits and a power of ten, so its size is known before any
+    integer is built ("1e999999999" would otherwise take the machine's memory).
+    """
     cleaned = str(text).strip().replace("_", "")
-    try:
-        # Decimal reads "2.5e3" exactly, and its exponent is checked before any integer
-        # is built ("1e999999999" would otherwise take the machine's memory).
-        exact = Decimal(cleaned)
-    except InvalidOperation:
-        exact = Decimal("NaN")
-    too_big = exact.is_finite() and exact and exact.adjusted() >= 18
-    if too_big and (exact.adjusted() > 18 or exact.copy_abs() > _MAX_WHOLE):
-        raise InputError(field, f"{field} must be at most 10^18 in magnitude, got {shown(text)}")
-    if not exact.is_finite() or exact != exact.to_integral_value():
+    m = _LITERAL.fullmatch(cleaned)
+    if m is None or not (m.group(2) or m.group(3)):
         raise InputError(field, f"{field} must be a whole number, got {shown(text)}")
-    return int(exact)
+    sign, whole, fraction, exponent = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return 0
+    if exponent is not None and len(exponent.lstrip("+-")) > 6:  # beyond any bound here
+        power = -(10**7) if exponent.startswith("-") else 10**7
+    else:
+        power = int(exponent or 0) - len(fraction)
+    stripped = digits.rstrip("0")
+    power += len(digits) - len(stripped)  # 1200e-2 is 12: trailing zeros raise the power
+    if power < 0:
+        raise InputError(field, f"{field} must be a whole number, got {shown(text)}")
+    if len(stripped) + power > 19 or int(stripped) * 10**power > _MAX_WHOLE:
+        raise InputError(field, f"{field} must be at most 10^18 in magnitude, got {shown(text)}")
+    value = int(stripped) * 10**power
+    return -value if sign == "-" else value
 
 
 def parse_float(field: str, text: str) -> float:

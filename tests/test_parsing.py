@@ -78,3 +78,19 @@ def test_a_huge_input_is_quoted_short():
 @given(st.decimals(min_value=-(10**6), max_value=10**6, places=3, allow_nan=False))
 def test_typed_decimals_read_as_floats(d):
     assert Fraction(parse_float("x", str(d))) == Fraction(float(d))
+
+
+@given(
+    st.integers(0, 10**12), st.text("0123456789", max_size=4), st.integers(-30, 30), st.booleans()
+)
+def test_literals_read_as_their_exact_value(whole, fraction, exponent, negative):
+    text = f"{'-' if negative else ''}{whole}{'.' + fraction if fraction else ''}e{exponent}"
+    exact = Fraction(text)
+    if exact.denominator != 1:
+        with pytest.raises(InputError, match="whole number"):
+            parse_int("x", text)
+    elif abs(exact) > 10**18:
+        with pytest.raises(InputError, match="at most 10"):
+            parse_int("x", text)
+    else:
+        assert parse_int("x", text) == exact
