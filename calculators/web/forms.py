@@ -532,7 +532,7 @@ CALCULATORS: dict[str, Calculator] = {
             name="budget",
             title="Campaign budget",
             command="budget",
-            summary="GPU-hours, days, cost, rental packages and a schedule by day or longer period.",
+            summary="GPU-hours, days, cost, rental packages and a schedule by period.",
             fields=(
                 Field(
                     name="phase",
