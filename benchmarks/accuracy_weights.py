@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from statistics import median
 
-from calculators.presets import load_preset
-from calculators.reference_sizes import PUBLISHED_SIZES
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.weights import weight_bytes
+from calculators.model.presets import load_preset
+from calculators.model.reference_sizes import PUBLISHED_SIZES
+from calculators.model.spec import ModelSpec
 
 
 def main() -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import timeit
 from statistics import median
 
-from calculators.envelope import EnvelopeQuery, memory_envelope
-from calculators.kv_cache import max_context
-from calculators.params import parameter_counts
-from calculators.presets import load_preset
-from calculators.spec import ModelSpec
-from calculators.training import TrainingQuery, max_micro_batch, training_memory
-from calculators.weights import weight_bytes
+from calculators.memory.envelope import EnvelopeQuery, memory_envelope
+from calculators.memory.kv_cache import max_context
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
+from calculators.training.step import TrainingQuery, max_micro_batch, training_memory
 
 REPEATS = 7
 

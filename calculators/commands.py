@@ -15,8 +15,24 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from calculators.batch import BatchQuery, accumulation_for, effective_batch
-from calculators.budget import (
+from calculators.errors import InputError, shown
+from calculators.memory.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
+from calculators.memory.formats import FORMATS
+from calculators.memory.gpus import GPUS
+from calculators.memory.kv_cache import (
+    KVCacheResult,
+    KVSettings,
+    kv_cache_bytes,
+    max_context,
+    max_sequences,
+)
+from calculators.memory.kv_formats import KV_FORMATS
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.presets import get_preset, load_preset, preset_ids
+from calculators.model.spec import ModelSpec, position_warnings
+from calculators.parsing import parse_float, parse_int, parse_number, parse_numbers
+from calculators.planning.budget import (
     EXAMPLE_PHASES,
     Campaign,
     Package,
@@ -24,39 +40,23 @@ from calculators.budget import (
     campaign_budget,
     phase_from_tokens,
 )
-from calculators.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
-from calculators.errors import InputError, shown
-from calculators.formats import FORMATS
-from calculators.gpus import GPUS
-from calculators.kv_cache import (
-    KVCacheResult,
-    KVSettings,
-    kv_cache_bytes,
-    max_context,
-    max_sequences,
-)
-from calculators.kv_formats import KV_FORMATS
-from calculators.params import parameter_counts
-from calculators.parsing import parse_float, parse_int, parse_number, parse_numbers
-from calculators.presets import get_preset, load_preset, preset_ids
 from calculators.render import table
-from calculators.seeds import (
+from calculators.statistics.seeds import (
     PairedComparison,
     minimum_detectable_effect,
     paired_difference,
     seeds_needed,
 )
-from calculators.spec import ModelSpec, position_warnings
-from calculators.throughput import inference_bounds, training_time
-from calculators.training import (
+from calculators.training.batch import BatchQuery, accumulation_for, effective_batch
+from calculators.training.step import (
     DEFAULT_LORA_TARGETS,
     TrainingFit,
     TrainingQuery,
     max_micro_batch,
     training_fit,
 )
+from calculators.training.throughput import inference_bounds, training_time
 from calculators.units import format_count, format_gib, gib_to_bytes
-from calculators.weights import weight_bytes
 
 # An argparse.Namespace or a types.SimpleNamespace with the subcommand's DEFAULTS keys.
 Args = Any

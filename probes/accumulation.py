@@ -10,7 +10,7 @@ Three gradients of the same weights:
 
 `measured` holds the relative L2 distance of each to the reference (below 1e-5 in
 fp32, below 2e-2 in bf16 for token_mean; mean_of_means is shown as a number), and the
-losses; `estimate` holds `calculators.batch.mean_of_means_bias` of the measured
+losses; `estimate` holds `calculators.training.batch.mean_of_means_bias` of the measured
 per-micro-batch mean losses, so the reported mean-of-means loss checks that formula.
 
 Under torchrun with `--strategy ddp`, each rank runs its own K micro-batches in
@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from calculators.batch import mean_of_means_bias
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
+from calculators.training.batch import mean_of_means_bias
 from probes.distributed import end_process_group
 from probes.model import build_model
 from probes.train_step import Phases

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
 from probes.model import build_model
 from probes.train_step import Phases
 

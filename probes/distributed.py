@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
 from probes.train_step import Phases, StepSettings, estimate, estimate_entries, train_step
 
 STRATEGIES = {"ddp": 0, "fsdp": 3}

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
 from probes.memory import make_backend
 from probes.train_step import Phases, StepSettings, estimate, train_step
 
@@ -83,7 +83,7 @@ def _estimated(spec: ModelSpec, s: StepSettings, field: str, limit: int | None, 
             return estimate(spec, replace(s, **{field: v})).peak_bytes <= limit
 
         return search(fits, hi)[0]
-    from calculators.training import TrainingQuery, max_micro_batch
+    from calculators.training.step import TrainingQuery, max_micro_batch
     from probes.throughput import detect_card
 
     card = detect_card("cuda", None)

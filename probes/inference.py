@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from calculators.kv_cache import KVSettings, kv_cache_bytes
-from calculators.params import parameter_counts
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.spec import ModelSpec
 from probes.memory import CPUBackend, CudaBackend, storage_bytes
 from probes.model import build_model, parameter_count
 

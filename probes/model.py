@@ -1,13 +1,13 @@
 """A reference decoder in torch, built from the same `ModelSpec` the calculators read.
 
-Its state-dict names and shapes are those of `calculators.tensors.model_tensors(spec)`
+Its state-dict names and shapes are those of `calculators.model.tensors.model_tensors(spec)`
 (routed experts are stored stacked, one (E, out, in) parameter per projection, as
 transformers' recent MoE modules and MegaBlocks do; `inventory_of` maps them back to
 the inventory's `experts.*.NAME.weight`). So `sum(p.numel())` equals
-`calculators.params.parameter_counts(spec).total` by construction, and a test checks it
+`calculators.model.params.parameter_counts(spec).total` by construction, and a test checks it
 for every preset on the meta device.
 
-The forward pass follows the transformers modules named in `calculators.families`
+The forward pass follows the transformers modules named in `calculators.model.families`
 closely enough that the saved activations are the ones a training step keeps:
 RMSNorm (Gemma: 1 + weight) or LayerNorm, RoPE (learned positions for GPT-2), SDPA or
 eager attention with GQA, causal and sliding-window masks, q/k norms, gated or plain
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from calculators.spec import LayerSpec, ModelSpec
+from calculators.model.spec import LayerSpec, ModelSpec
 
 AttentionImpl = Literal["sdpa", "eager"]
 Checkpointing = Literal["none", "full", "selective"]

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from calculators.presets import get_preset, load_preset
-from calculators.spec import ModelSpec
+from calculators.model.presets import get_preset, load_preset
+from calculators.model.spec import ModelSpec
 from probes.model import ReferenceDecoder, build_model
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
@@ -55,7 +55,7 @@ def load_spec(config: str | None, model: str | None) -> tuple[ModelSpec, dict[st
 
 @dataclass(frozen=True)
 class Policy:
-    """How one precision id of `calculators.training_states.PRECISIONS` runs in torch."""
+    """How one precision id of `calculators.training.states.PRECISIONS` runs in torch."""
 
     model_dtype: torch.dtype
     autocast: torch.dtype | None
@@ -135,7 +135,7 @@ def apply_lora(model: nn.Module, rank: int, targets: tuple[str, ...]) -> int:
 
 
 def make_optimizer(params: list[nn.Parameter], optimizer: str, impl: str) -> torch.optim.Optimizer:
-    """The optimizer of `calculators.training_states.OPTIMIZERS` with the step variant."""
+    """The optimizer of `calculators.training.states.OPTIMIZERS` with the step variant."""
     if impl not in OPTIMIZER_IMPLS:
         raise ValueError(
             f"optimizer_impl must be one of {', '.join(OPTIMIZER_IMPLS)}, got {impl!r}"

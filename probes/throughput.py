@@ -2,13 +2,13 @@
 
 Training: `--warmup` untimed steps, then `--steps` timed ones (synchronised on CUDA);
 tokens/s = steps x micro_batch x seq_len / seconds. MFU = tokens/s x
-`calculators.throughput.training_flops_per_token(spec, seq_len)` / the catalog's dense
-BF16 peak of the detected card (`calculators.gpus`, matched by name; `--gpu` chooses
+`calculators.training.throughput.training_flops_per_token(spec, seq_len)` / the catalog's dense
+BF16 peak of the detected card (`calculators.memory.gpus`, matched by name; `--gpu` chooses
 one). Without a catalog card (a CPU) MFU is not reported: there is no peak to divide by.
 
 Decode: a prefill of `--context` tokens for `--batch` sequences, then `--decode-tokens`
 single-token steps with a KV cache; decode tokens/s = batch x tokens / seconds. The
-estimate is the roofline bound of `calculators.throughput.inference_bounds` (an upper
+estimate is the roofline bound of `calculators.training.throughput.inference_bounds` (an upper
 bound: measured / estimate is the fraction of it reached).
 
 The report's `details.budget_inputs` holds the measured MFU and tokens/s per GPU, the
@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from calculators.gpus import GPUS, get_gpu
-from calculators.spec import ModelSpec
-from calculators.throughput import inference_bounds, training_flops_per_token
+from calculators.memory.gpus import GPUS, get_gpu
+from calculators.model.spec import ModelSpec
+from calculators.training.throughput import inference_bounds, training_flops_per_token
 from probes.setup import Trainer, apply_lora, batches, build
 from probes.train_step import Phases, StepSettings
 

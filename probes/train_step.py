@@ -1,6 +1,6 @@
 """train-step: memory of one training step, phase by phase, against `training_memory`.
 
-Phases (the ids of `calculators.training.PHASES`), measured on step `steps` (>= 2, so
+Phases (the ids of `calculators.training.step.PHASES`), measured on step `steps` (>= 2, so
 the optimizer states exist), gradients set to None between steps:
 
   after_load      live bytes at the start of the step (parameters, optimizer states,
@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from calculators.spec import ModelSpec
-from calculators.training import DEFAULT_LORA_TARGETS, TrainingQuery, training_memory
+from calculators.model.spec import ModelSpec
+from calculators.training.step import DEFAULT_LORA_TARGETS, TrainingQuery, training_memory
 from probes.cli import Phases
 from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement, storage_bytes
 from probes.setup import Trainer, apply_lora, batches, build, policy

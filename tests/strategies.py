@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
 
 VOCAB = st.integers(min_value=8, max_value=512)
 LAYERS = st.integers(min_value=1, max_value=6)

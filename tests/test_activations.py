@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.activations import ACTIVATION_BYTES, Workspace, inference_workspace
-from calculators.presets import load_preset
-from calculators.spec import LayerSpec, ModelSpec, MoESpec
+from calculators.memory.activations import ACTIVATION_BYTES, Workspace, inference_workspace
+from calculators.model.presets import load_preset
+from calculators.model.spec import LayerSpec, ModelSpec, MoESpec
 
 
 def _preset(preset_id: str) -> ModelSpec:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.batch import (
+from calculators.training.batch import (
     LIMITS,
     LR_SCALING_RULES,
     BatchQuery,

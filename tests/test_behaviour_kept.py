@@ -19,13 +19,38 @@ from typing import Any
 import pytest
 
 from calculators.cli import main
-from calculators.presets import load_preset
+from calculators.model.presets import load_preset
 from calculators.web import compute, evaluate, form_html
 from calculators.web.compute import argv_for, calculator, clean
 from calculators.web.page import command_line
 
-RECORD = json.loads((Path(__file__).parent / "data" / "behaviour.json").read_text())
 PLACEHOLDER = "path/to/config.json"
+
+# Modules moved when the package was laid out by domain: a line's `source` names the
+# function that computes it, so the record's names are read under the new paths.
+MOVED = {
+    "calculators.weights.": "calculators.memory.weights.",
+    "calculators.kv_cache.": "calculators.memory.kv_cache.",
+    "calculators.activations.": "calculators.memory.activations.",
+    "calculators.training_states.": "calculators.training.states.",
+    "calculators.training_activations": "calculators.training.activations",
+}
+
+
+def _moved(text: str) -> str:
+    for old, new in MOVED.items():
+        text = text.replace(old, new)
+    return text
+
+
+def _as_recorded(html: str) -> str:
+    """Markup with the old module names, as it was hashed (a form embeds its result)."""
+    for old, new in MOVED.items():
+        html = html.replace(new, old)
+    return html
+
+
+RECORD = json.loads(_moved((Path(__file__).parent / "data" / "behaviour.json").read_text()))
 
 
 def _sha(text: str) -> str:
@@ -42,8 +67,9 @@ def test_page_example_is_unchanged(entry: dict[str, Any]) -> None:
     assert json.loads(json.dumps(compute(name, inputs))) == entry["result"]
     answer = evaluate(name, inputs)
     assert answer["command"] == entry["command"]
-    assert _sha(answer["html"]) == entry["html_sha256"]
-    assert _sha(form_html(name, inputs, form_id="kd-fixture")) == entry["form_sha256"]
+    assert _sha(_as_recorded(answer["html"])) == entry["html_sha256"]
+    form = form_html(name, inputs, form_id="kd-fixture")
+    assert _sha(_as_recorded(form)) == entry["form_sha256"]
 
 
 @pytest.mark.parametrize("entry", RECORD["commands"], ids=lambda e: e["directive"])

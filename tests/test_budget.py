@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.budget import (
+from calculators.errors import InputError
+from calculators.planning.budget import (
     EXAMPLE_DISCOUNTS,
     EXAMPLE_PHASES,
     SCHEDULE_MAX_PERIODS,
@@ -15,7 +16,6 @@ from calculators.budget import (
     example_packages,
     schedule_period_days,
 )
-from calculators.errors import InputError
 
 
 def test_worked_example():
@@ -156,10 +156,10 @@ def test_bad_inputs_name_the_field(make, match):
 
 
 def test_phase_hours_derived_from_throughput():
-    from calculators.budget import phase_from_tokens
-    from calculators.presets import load_preset
-    from calculators.spec import ModelSpec
-    from calculators.throughput import training_time
+    from calculators.model.presets import load_preset
+    from calculators.model.spec import ModelSpec
+    from calculators.planning.budget import phase_from_tokens
+    from calculators.training.throughput import training_time
 
     spec = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
     phase = phase_from_tokens(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from calculators.cli import main
 from calculators.commands import DEFAULTS
-from calculators.presets import load_preset
+from calculators.model.presets import load_preset
 from tests.cli_helpers import subparser
 
 

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.activations import inference_workspace
-from calculators.envelope import EnvelopeQuery, memory_envelope
-from calculators.gpus import GPUS, get_gpu
-from calculators.kv_cache import KVSettings, kv_cache_bytes
-from calculators.presets import load_preset
-from calculators.reserves import default_reserves
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.activations import inference_workspace
+from calculators.memory.envelope import EnvelopeQuery, memory_envelope
+from calculators.memory.gpus import GPUS, get_gpu
+from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
+from calculators.memory.reserves import default_reserves
+from calculators.memory.weights import weight_bytes
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
 
 LLAMA = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
 DSV3 = ModelSpec.from_hf_config(load_preset("deepseek-v3"))

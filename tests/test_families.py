@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from calculators.families import ALIASES, FAMILIES, LLAMA_LIKE, Family, family_of
+from calculators.model.families import ALIASES, FAMILIES, LLAMA_LIKE, Family, family_of
 
 _TF = "huggingface/transformers src/transformers/models/"
 

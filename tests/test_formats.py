@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.formats import (
+from calculators.memory.formats import (
     FORMATS,
     KEEP_GGUF,
     QuantContext,
@@ -17,8 +17,8 @@ from calculators.formats import (
     get_format,
     tensor_storage,
 )
-from calculators.gguf import GGML_TYPES
-from calculators.tensors import Tensor
+from calculators.memory.gguf import GGML_TYPES
+from calculators.model.tensors import Tensor
 
 REQUIRED_IDS = (
     "fp32",

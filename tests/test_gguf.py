@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.formats import QuantContext
-from calculators.gguf import (
+from calculators.memory.formats import QuantContext
+from calculators.memory.gguf import (
     GGML_TYPES,
     GGUF_MIXES,
     fallback_type,
@@ -17,7 +17,7 @@ from calculators.gguf import (
     gguf_tensor_type,
     use_more_bits,
 )
-from calculators.tensors import Tensor
+from calculators.model.tensors import Tensor
 
 DENSE = QuantContext(n_layers=32, n_experts=0, n_gqa=4, has_output=True)
 TIED = QuantContext(n_layers=32, n_experts=0, n_gqa=4, has_output=False)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.gpus import GPU, GPUS, get_gpu
+from calculators.memory.gpus import GPU, GPUS, get_gpu
 
 GIB = 2**30
 MIB = 2**20

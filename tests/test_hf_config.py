@@ -1,4 +1,4 @@
-"""Reading Hugging Face config.json dicts into ModelSpec (calculators.hf_config)."""
+"""Reading Hugging Face config.json dicts into ModelSpec (calculators.model.hf_config)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import hf_configs
 
-from calculators.families import FAMILIES, LLAMA_LIKE
-from calculators.hf_config import read_hf_config
 from calculators.limits import CONFIG_MAX
-from calculators.presets import load_preset, preset_ids
-from calculators.spec import LayerSpec, MLASpec, ModelSpec
+from calculators.model.families import FAMILIES, LLAMA_LIKE
+from calculators.model.hf_config import read_hf_config
+from calculators.model.presets import load_preset, preset_ids
+from calculators.model.spec import LayerSpec, MLASpec, ModelSpec
 
 
 @cache

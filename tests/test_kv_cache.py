@@ -1,7 +1,7 @@
 """KV cache memory: per token, per context and batch, allocation rules and the inverses.
 
 Expected values are computed by hand from each preset's public config.json (the
-`config_source` in calculators/presets/index.json, huggingface.co/<repo>/blob/main/
+`config_source` in calculators/model/presets/index.json, huggingface.co/<repo>/blob/main/
 config.json); the arithmetic is in the comments.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.kv_cache import (
+from calculators.memory.kv_cache import (
     ContextLimit,
     KVLine,
     KVSettings,
@@ -24,9 +24,9 @@ from calculators.kv_cache import (
     max_context,
     max_sequences,
 )
-from calculators.kv_formats import KV_FORMATS
-from calculators.presets import load_preset
-from calculators.spec import LayerSpec, MLASpec, ModelSpec
+from calculators.memory.kv_formats import KV_FORMATS
+from calculators.model.presets import load_preset
+from calculators.model.spec import LayerSpec, MLASpec, ModelSpec
 
 GIB = 1 << 30
 MIB = 1 << 20

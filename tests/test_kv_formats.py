@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.kv_cache import KVSettings, kv_bytes_per_token, kv_cache_bytes
-from calculators.kv_formats import KV_FORMATS, KVFormat, get_kv_format
-from calculators.presets import load_preset
-from calculators.spec import LayerSpec, ModelSpec
+from calculators.memory.kv_cache import KVSettings, kv_bytes_per_token, kv_cache_bytes
+from calculators.memory.kv_formats import KV_FORMATS, KVFormat, get_kv_format
+from calculators.model.presets import load_preset
+from calculators.model.spec import LayerSpec, ModelSpec
 
 KNOWN_IDS = ("fp32", "bf16", "fp16", "fp8", "fp8-e5m2", "int8")
 

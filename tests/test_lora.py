@@ -2,9 +2,9 @@
 
 import pytest
 
-from calculators.lora import linear_module_names, lora_parameters
-from calculators.presets import load_preset
-from calculators.spec import ModelSpec
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
+from calculators.training.lora import linear_module_names, lora_parameters
 
 
 def spec(name: str) -> ModelSpec:

@@ -1,6 +1,6 @@
 """Parameter counts pinned to published figures, and the properties every count keeps.
 
-PINNED lists each preset whose published figure (calculators/presets/index.json,
+PINNED lists each preset whose published figure (calculators/model/presets/index.json,
 published_parameters) is the model's unique parameter count; the integer and its source
 are written here literally, so a change to the counting code or to index.json fails a test.
 The four presets whose published figure counts something else are reconciled below exactly
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from strategies import hf_configs, specs
 
-from calculators.params import LINES, counts_of, parameter_counts
-from calculators.presets import get_preset, load_preset
-from calculators.spec import ModelSpec
-from calculators.tensors import model_tensors
+from calculators.model.params import LINES, counts_of, parameter_counts
+from calculators.model.presets import get_preset, load_preset
+from calculators.model.spec import ModelSpec
+from calculators.model.tensors import model_tensors
 
 
 @cache

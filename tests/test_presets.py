@@ -8,13 +8,13 @@ from importlib.resources import files
 
 import pytest
 
-from calculators.presets import Preset, get_preset, load_preset, preset_ids, presets
-from calculators.spec import ModelSpec
+from calculators.model.presets import Preset, get_preset, load_preset, preset_ids, presets
+from calculators.model.spec import ModelSpec
 
-INDEX = json.loads(files("calculators.presets").joinpath("index.json").read_text("utf-8"))
+INDEX = json.loads(files("calculators.model.presets").joinpath("index.json").read_text("utf-8"))
 SHIPPED = sorted(
     p.name.removesuffix(".json")
-    for p in files("calculators.presets").iterdir()
+    for p in files("calculators.model.presets").iterdir()
     if p.name.endswith(".json") and p.name != "index.json"
 )
 
@@ -98,5 +98,5 @@ def test_load_preset_returns_fresh_dict():
 
 def test_preset_matches_shipped_file():
     for preset_id in preset_ids():
-        text = files("calculators.presets").joinpath(f"{preset_id}.json").read_text("utf-8")
+        text = files("calculators.model.presets").joinpath(f"{preset_id}.json").read_text("utf-8")
         assert load_preset(preset_id) == json.loads(text)

@@ -14,7 +14,7 @@ def test_token_mean_matches_one_batch_in_fp32(tmp_path) -> None:
     assert r["measured"]["mean_of_means_rel_l2"] > 0.05  # uneven lengths: a visible error
     counts = r["details"]["token_counts"]
     assert len(counts) == 4 and len(set(counts)) > 1
-    # one large batch's loss is calculators.batch's token mean of the micro-batch means
+    # one large batch's loss is calculators.training.batch's token mean of the micro-batch means
     assert abs(r["ratio"]["token_mean_loss"] - 1) < 1e-5
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from calculators.params import parameter_counts
-from calculators.presets import load_preset, preset_ids
-from calculators.spec import ModelSpec
-from calculators.tensors import model_tensors
+from calculators.model.params import parameter_counts
+from calculators.model.presets import load_preset, preset_ids
+from calculators.model.spec import ModelSpec
+from calculators.model.tensors import model_tensors
 from tests.probes_helpers import ROOT
 from tests.strategies import specs
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from calculators.lora import lora_parameters
-from calculators.params import parameter_counts
+from calculators.model.params import parameter_counts
+from calculators.training.lora import lora_parameters
 from probes.model import build_model
 from probes.setup import apply_lora, build_hf, load_config, load_spec, make_optimizer, policy
 from tests.probes_helpers import ROOT, torch

@@ -6,8 +6,8 @@ import importlib.util
 
 import pytest
 
-from calculators.lora import lora_parameters
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
+from calculators.training.lora import lora_parameters
 from probes.setup import load_config
 from tests.probes_helpers import run_probe
 

@@ -1,16 +1,16 @@
 """Computed weight sizes against published checkpoint sizes (requirement: within 2%).
 
-The published sizes and their sources are in calculators/reference_sizes.py.
+The published sizes and their sources are in calculators/model/reference_sizes.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from calculators.presets import load_preset
-from calculators.reference_sizes import PUBLISHED_SIZES, PublishedSize
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.weights import weight_bytes
+from calculators.model.presets import load_preset
+from calculators.model.reference_sizes import PUBLISHED_SIZES, PublishedSize
+from calculators.model.spec import ModelSpec
 
 TOLERANCE = 0.02
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.reserves import ReserveDefault, default_reserves
+from calculators.memory.reserves import ReserveDefault, default_reserves
 
 MIB = 2**20
 RUNTIMES = ("cuda", "hip")
 EXPECTED_IDS = ("runtime_context", "allocator_fragmentation", "framework_overhead")
 
-# The chosen defaults; their reasons and sources live in calculators/reserves.py.
+# The chosen defaults; their reasons and sources live in calculators/memory/reserves.py.
 PINNED = {
     ("cuda", "runtime_context"): ("bytes", 768 * MIB),
     ("cuda", "allocator_fragmentation"): ("fraction", 0.05),

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from calculators.decimals import typed_value
 from calculators.errors import InputError
-from calculators.seeds import (
+from calculators.statistics.seeds import (
     ALPHA_RANGE,
     CONFIDENCE_RANGE,
     EFFECT_RANGE,
@@ -33,7 +33,7 @@ from calculators.seeds import (
     paired_power,
     seeds_needed,
 )
-from calculators.student_t import (
+from calculators.statistics.student_t import (
     nct_cdf,
     nct_sf,
     t_cdf,
@@ -413,7 +413,7 @@ def test_bounds_are_refused_at_their_field(call, field, words):
 
 
 def test_public_api():
-    from calculators import seeds
+    from calculators.statistics import seeds
 
     assert sorted(seeds.__all__) == sorted(
         [

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from strategies import specs
 
-from calculators.spec import LayerSpec, MLASpec, ModelSpec, MoESpec
+from calculators.model.spec import LayerSpec, MLASpec, ModelSpec, MoESpec
 
 BAD_POSITIVE = [0, -1, -4096, 1.5, 2.0, True, False, "8", None]
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators import student_t
-from calculators.student_t import (
+from calculators.statistics import student_t
+from calculators.statistics.student_t import (
     nct_cdf,
     nct_sf,
     regularized_beta,

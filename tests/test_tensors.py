@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from strategies import specs
 
-from calculators.params import parameter_counts
-from calculators.presets import load_preset, preset_ids
-from calculators.spec import ModelSpec
-from calculators.tensors import Tensor, model_tensors
+from calculators.model.params import parameter_counts
+from calculators.model.presets import load_preset, preset_ids
+from calculators.model.spec import ModelSpec
+from calculators.model.tensors import Tensor, model_tensors
 
 
 @cache

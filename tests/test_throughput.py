@@ -4,12 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.gpus import get_gpu
-from calculators.kv_cache import kv_cache_bytes
-from calculators.params import parameter_counts
-from calculators.presets import load_preset
-from calculators.spec import ModelSpec
-from calculators.throughput import (
+from calculators.memory.gpus import get_gpu
+from calculators.memory.kv_cache import kv_cache_bytes
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
+from calculators.training.throughput import (
     MFU_REFERENCES,
     attention_flops_per_token,
     inference_bounds,
@@ -17,7 +18,6 @@ from calculators.throughput import (
     training_flops_per_token,
     training_time,
 )
-from calculators.weights import weight_bytes
 
 LLAMA = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
 MIXTRAL = ModelSpec.from_hf_config(load_preset("mixtral-8x7b"))

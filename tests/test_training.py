@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.gpus import get_gpu
-from calculators.params import parameter_counts
-from calculators.presets import load_preset
-from calculators.spec import ModelSpec
-from calculators.training import (
+from calculators.memory.gpus import get_gpu
+from calculators.model.params import parameter_counts
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
+from calculators.training.step import (
     PHASES,
     TrainingQuery,
     max_micro_batch,
@@ -328,7 +328,7 @@ def test_lora_trains_fewer_parameters_than_full(spec, rank):
 
 
 def _wrapped_shapes(spec: ModelSpec):
-    from calculators.lora import wrapped_tensors
+    from calculators.training.lora import wrapped_tensors
 
     return [t.shape for t in wrapped_tensors(spec, ("all-linear",))]
 

@@ -4,9 +4,9 @@ Expected values are written from the module docstring's rules on real preset sha
 the probes check the same rules against autograd's saved tensors on CPU.
 """
 
-from calculators.presets import load_preset
-from calculators.spec import ModelSpec
-from calculators.training_activations import (
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
+from calculators.training.activations import (
     ActivationSettings,
     kept_layer_bytes,
     layer_terms,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from calculators.training_states import (
+from calculators.training.states import (
     OPTIMIZERS,
     PRECISIONS,
     get_optimizer,

@@ -155,7 +155,9 @@ def test_the_shipped_zip_carries_bytecode_for_the_browsers_python() -> None:
     with zipfile.ZipFile(io.BytesIO(hook._calculators_zip())) as z:
         names = set(z.namelist())
         sources = sorted(n for n in names if n.endswith(".py"))
-        assert "calculators/web/page.py" in sources and "calculators/presets/index.json" in names
+        assert (
+            "calculators/web/page.py" in sources and "calculators/model/presets/index.json" in names
+        )
         for name in sources:
             folder, _, file = name.rpartition("/")
             pyc = f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.formats import FORMATS, QuantContext, get_format
-from calculators.tensors import Tensor
-from calculators.weights import WeightsResult, weight_bytes_of
+from calculators.memory.formats import FORMATS, QuantContext, get_format
+from calculators.memory.weights import WeightsResult, weight_bytes_of
+from calculators.model.tensors import Tensor
 
 H, FF, V, KV = 256, 512, 1000, 64
 CTX = QuantContext(n_layers=2, n_experts=0, n_gqa=4, has_output=True)

@@ -10,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from calculators.formats import FORMATS
-from calculators.gpus import GPUS
-from calculators.kv_formats import KV_FORMATS
 from calculators.limits import (
     MAX_ACCUMULATION,
     MAX_BLOCK_TOKENS,
@@ -28,8 +25,11 @@ from calculators.limits import (
     MAX_SEQUENCE_TOKENS,
     MAX_TRAINING_TOKENS,
 )
-from calculators.presets import preset_ids
-from calculators.seeds import (
+from calculators.memory.formats import FORMATS
+from calculators.memory.gpus import GPUS
+from calculators.memory.kv_formats import KV_FORMATS
+from calculators.model.presets import preset_ids
+from calculators.statistics.seeds import (
     ALPHA_RANGE,
     CONFIDENCE_RANGE,
     EFFECT_RANGE,
@@ -37,8 +37,8 @@ from calculators.seeds import (
     POWER_MAX,
     SD_RANGE,
 )
-from calculators.training import DEFAULT_LORA_TARGETS
-from calculators.training_states import OPTIMIZERS, PRECISIONS
+from calculators.training.states import OPTIMIZERS, PRECISIONS
+from calculators.training.step import DEFAULT_LORA_TARGETS
 
 Kind = Literal["int", "float", "choice", "text", "lines", "bool"]
 

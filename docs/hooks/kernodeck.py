@@ -38,11 +38,11 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from calculators.formats import FORMATS
-from calculators.gpus import GPUS
-from calculators.kv_formats import KV_FORMATS
-from calculators.presets import get_preset, load_preset, preset_ids
-from calculators.spec import ModelSpec
+from calculators.memory.formats import FORMATS
+from calculators.memory.gpus import GPUS
+from calculators.memory.kv_formats import KV_FORMATS
+from calculators.model.presets import get_preset, load_preset, preset_ids
+from calculators.model.spec import ModelSpec
 from calculators.units import format_count, format_gib
 from calculators.web import CALCULATORS, compute, form_html
 from calculators.web.compute import argv_for, calculator, clean

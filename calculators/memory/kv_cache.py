@@ -28,9 +28,9 @@ from typing import Literal
 
 from calculators.checks import non_negative_int, positive_int
 from calculators.errors import InputError, shown
-from calculators.kv_formats import KVFormat, get_kv_format
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
-from calculators.spec import LayerSpec, ModelSpec, position_warnings
+from calculators.memory.kv_formats import KVFormat, get_kv_format
+from calculators.model.spec import LayerSpec, ModelSpec, position_warnings
 
 Allocation = Literal["dynamic", "paged", "static"]
 MLALayout = Literal["latent", "expanded"]

@@ -2,10 +2,10 @@
 
     total_bytes = sum over tensors t of tensor_storage(format, t).bytes
 
-where each tensor's bytes come from `calculators.formats` (quantised layout with
+where each tensor's bytes come from `calculators.memory.formats` (quantised layout with
 all scale, zero-point and index tensors, or float for the roles the method leaves
 unquantised) and, for GGUF, the per-tensor type llama-quantize picks
-(`calculators.gguf.gguf_tensor_type`).
+(`calculators.memory.gguf.gguf_tensor_type`).
 
 Assumptions: this is the tensor data only. A GGUF file adds its metadata (the
 vocabulary: about 0.7 MB for a 32k Llama vocabulary, 7.8 MB for Llama 3's 128k)
@@ -19,17 +19,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from calculators.formats import (
+from calculators.memory.formats import (
     QuantContext,
     TensorStorage,
     check_keep_unquantized,
     get_format,
     tensor_storage,
 )
-from calculators.tensors import Tensor, model_tensors
+from calculators.model.tensors import Tensor, model_tensors
 
 if TYPE_CHECKING:
-    from calculators.spec import ModelSpec
+    from calculators.model.spec import ModelSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,9 +144,9 @@ def weight_bytes(
 ) -> WeightsResult:
     """Bytes of the weights of `spec` stored in `format_id`.
 
-    Formula: sum of `tensor_storage` over `calculators.tensors.model_tensors(spec)`.
+    Formula: sum of `tensor_storage` over `calculators.model.tensors.model_tensors(spec)`.
     keep_unquantized overrides the format's default set of roles left in float.
-    Sources: the layouts in `calculators.formats`; llama.cpp src/llama-quant.cpp for GGUF.
+    Sources: the layouts in `calculators.memory.formats`; llama.cpp src/llama-quant.cpp for GGUF.
     """
     tensors = model_tensors(spec)
     return weight_bytes_of(tensors, quant_context(spec, tensors), format_id, keep_unquantized)

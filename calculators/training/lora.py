@@ -7,7 +7,7 @@ A LoRA adapter of rank r on a linear layer W (out x in) adds A (r x in) and B (o
 
 counted once per stacked expert when the experts are wrapped (peft matches module
 names by suffix, so `gate_proj` wraps every expert's gate_proj as well). Targets are
-module names of the tensor inventory (`calculators.tensors`), whose names follow the
+module names of the tensor inventory (`calculators.model.tensors`), whose names follow the
 Llama layout: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, and the
 fused qkv_proj / gate_up_proj, c_fc / c_proj of GPT-2 and Phi-3, MLA's q_a_proj,
 q_b_proj, kv_a_proj_with_mqa and kv_b_proj. `all-linear` wraps every linear layer of
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from calculators.checks import positive_int
 from calculators.errors import InputError, shown
-from calculators.spec import ModelSpec
-from calculators.tensors import Tensor, model_tensors
+from calculators.model.spec import ModelSpec
+from calculators.model.tensors import Tensor, model_tensors
 
 ALL_LINEAR = "all-linear"
 ALL_ATTENTION = "all-attention"

@@ -5,9 +5,9 @@
           + allocator fragmentation x (weights + KV cache + activations)
 
 Every term is a named line with its basis and source; the reserve lines come from
-`calculators.reserves` and can be overridden one by one. The total is compared with
+`calculators.memory.reserves` and can be overridden one by one. The total is compared with
 the memory the card shows to software (torch's `total_memory`, from
-`calculators.gpus`), not the marketed capacity.
+`calculators.memory.gpus`), not the marketed capacity.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from calculators.activations import inference_workspace
 from calculators.checks import positive_int
 from calculators.errors import InputError, shown
-from calculators.gpus import GPUS, get_gpu
-from calculators.kv_cache import KVSettings, kv_cache_bytes
 from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
-from calculators.reserves import Line as EnvelopeLine
-from calculators.reserves import check_reserve_overrides, reserve_lines
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.activations import inference_workspace
+from calculators.memory.gpus import GPUS, get_gpu
+from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
+from calculators.memory.reserves import Line as EnvelopeLine
+from calculators.memory.reserves import check_reserve_overrides, reserve_lines
+from calculators.memory.weights import weight_bytes
+from calculators.model.spec import ModelSpec
 
 Runtime = Literal["cuda", "hip"]
 
@@ -122,7 +122,7 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine]
             bytes=weights,
             basis="sum of every stored tensor in its format"
             + ("" if q.include_mtp or not w.mtp_bytes else ", MTP modules not loaded"),
-            source="calculators.weights.weight_bytes",
+            source="calculators.memory.weights.weight_bytes",
         ),
         EnvelopeLine(
             id="kv_cache",
@@ -130,7 +130,7 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine]
             bytes=kv.total_bytes,
             basis=f"{q.batch} sequences x {kv.allocated_length} tokens, "
             f"{kv.bytes_per_token} bytes per token over all layers, windows honoured",
-            source="calculators.kv_cache.kv_cache_bytes",
+            source="calculators.memory.kv_cache.kv_cache_bytes",
         ),
         EnvelopeLine(
             id="activations",
@@ -138,7 +138,7 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine]
             bytes=ws.total,
             basis=f"one layer's prefill working set for {ws.step_tokens} tokens "
             f"plus last-position logits{', eager scores' if ws.scores else ''}",
-            source="calculators.activations.inference_workspace",
+            source="calculators.memory.activations.inference_workspace",
         ),
     ]
     return lines, kv.warnings

@@ -66,7 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from calculators.spec import LayerSpec, ModelSpec
+from calculators.model.spec import LayerSpec, ModelSpec
 
 Checkpointing = Literal["none", "full", "selective"]
 Attention = Literal["sdpa", "eager"]

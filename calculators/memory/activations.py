@@ -32,7 +32,7 @@ from typing import Literal
 from calculators.checks import positive_int
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
-from calculators.spec import ModelSpec
+from calculators.model.spec import ModelSpec
 
 ACTIVATION_BYTES = 2  # bf16 or fp16 activations
 

@@ -13,7 +13,7 @@ stored as `ne0 / block_size` blocks of `type_size` bytes, so
 The file type (`GGUF_MIXES`: Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0) sets a default
 block type; `gguf_tensor_type` then ports the logic of `llama_tensor_get_type`
 (and `tensor_type_fallback`) in llama.cpp `src/llama-quant.cpp`, written anew in
-Python, for the tensor roles of `calculators.tensors.Role`. Not ported: the IQ*,
+Python, for the tensor roles of `calculators.model.tensors.Role`. Not ported: the IQ*,
 Q2_K, Q3_K and TQ mixes, the Falcon-only rules, MXFP4_MOE, and the user overrides
 (--tensor-type, --pure).
 
@@ -36,8 +36,8 @@ from math import prod
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from calculators.formats import QuantContext
-    from calculators.tensors import Tensor
+    from calculators.memory.formats import QuantContext
+    from calculators.model.tensors import Tensor
 
 GGML_COMMON_H = "llama.cpp ggml/src/ggml-common.h"
 LLAMA_QUANT_CPP = "llama.cpp src/llama-quant.cpp"

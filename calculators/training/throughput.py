@@ -29,17 +29,17 @@ from typing import Literal
 
 from calculators.checks import positive_int
 from calculators.errors import InputError, shown
-from calculators.gpus import get_gpu
-from calculators.kv_cache import KVSettings, kv_cache_bytes
 from calculators.limits import (
     MAX_CONCURRENT_SEQUENCES,
     MAX_GPUS,
     MAX_SEQUENCE_TOKENS,
     MAX_TRAINING_TOKENS,
 )
-from calculators.params import parameter_counts
-from calculators.spec import ModelSpec
-from calculators.weights import weight_bytes
+from calculators.memory.gpus import get_gpu
+from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.spec import ModelSpec
 
 Precision = Literal["bf16", "fp8"]
 

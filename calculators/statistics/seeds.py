@@ -19,7 +19,7 @@ interval and the test are then undefined, and the result says None), and no scor
 the bounds below overflows or underflows. Each figure is rounded to a double once.
 
 Sources: Student (1908), "The probable error of a mean"; the distributions, their
-sources and their accuracy are in `calculators.student_t`; the power and the sample size
+sources and their accuracy are in `calculators.statistics.student_t`; the power and the sample size
 are checked against statsmodels' TTestPower and G*Power. The tests pin their values.
 """
 
@@ -32,7 +32,7 @@ from statistics import NormalDist
 
 from calculators.decimals import typed_value
 from calculators.errors import InputError, shown
-from calculators.student_t import (
+from calculators.statistics.student_t import (
     t_isf,
     t_upper_tail,
     two_sided_power_and_miss,

@@ -3,7 +3,7 @@
 `ModelSpec.from_hf_config(config)` turns the dict of a config.json into the
 structure that determines memory: sizes, attention kind per layer, MoE and MLA
 shapes, biases and norms. Facts the config leaves to the model class come from
-`calculators.families`; anything the reading had to assume is listed in
+`calculators.model.families`; anything the reading had to assume is listed in
 `ModelSpec.assumptions`.
 """
 
@@ -176,7 +176,7 @@ class ModelSpec:
     @classmethod
     def from_hf_config(cls, config: dict[str, Any], *, name: str | None = None) -> ModelSpec:
         """Read a Hugging Face config.json (as a dict); see `read_hf_config`."""
-        from calculators.hf_config import read_hf_config
+        from calculators.model.hf_config import read_hf_config
 
         return read_hf_config(config, name=name)
 

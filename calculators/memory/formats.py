@@ -25,7 +25,7 @@ from math import ceil, prod
 from typing import Literal, get_args
 
 from calculators.errors import InputError, shown
-from calculators.gguf import (
+from calculators.memory.gguf import (
     DEFAULT_RULESET,
     GGML_TYPES,
     GGUF_MIXES,
@@ -34,7 +34,7 @@ from calculators.gguf import (
     ggml_tensor_bytes,
     gguf_tensor_type,
 )
-from calculators.tensors import Role, Tensor
+from calculators.model.tensors import Role, Tensor
 
 ROLES: frozenset[str] = frozenset(get_args(Role))
 
@@ -118,7 +118,7 @@ class NumberFormat:
     g_idx:        GPTQ: an int32 g_idx[in_features] is stored.
     double_quant: bitsandbytes 4-bit: absmax quantised to uint8 (compress_statistics).
     quant_type:   bitsandbytes 4-bit code: "nf4" or "fp4".
-    gguf_mix:     GGUF file type (`calculators.gguf.GGUF_MIXES`).
+    gguf_mix:     GGUF file type (`calculators.memory.gguf.GGUF_MIXES`).
     source:       where the layout comes from.
     """
 

@@ -1,7 +1,7 @@
 """Reading a Hugging Face config.json into a `ModelSpec`.
 
 The reading follows the config classes and modeling code of huggingface/transformers
-(cited per family in `calculators.families`). Keys are read under their standard
+(cited per family in `calculators.model.families`). Keys are read under their standard
 names and the aliases some families use (GPT-2's n_embd, n_layer, n_head, n_inner,
 n_positions, as in GPT2Config.attribute_map).
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from calculators.errors import shown
-from calculators.families import LLAMA_LIKE, Family, family_of
 from calculators.limits import config_max
-from calculators.spec import LayerSpec, MLASpec, ModelSpec, MoESpec
+from calculators.model.families import LLAMA_LIKE, Family, family_of
+from calculators.model.spec import LayerSpec, MLASpec, ModelSpec, MoESpec
 
 _ALIASES: dict[str, tuple[str, ...]] = {
     "hidden_size": ("hidden_size", "n_embd"),

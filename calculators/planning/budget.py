@@ -41,8 +41,8 @@ from calculators.limits import (
     MAX_PRICE_PER_GPU_HOUR,
     MAX_RUNS,
 )
-from calculators.spec import ModelSpec
-from calculators.throughput import Precision, training_time
+from calculators.model.spec import ModelSpec
+from calculators.training.throughput import Precision, training_time
 
 
 def _named(name: str) -> str:
@@ -97,7 +97,7 @@ def phase_from_tokens(
     """A phase whose GPU-hours per run come from throughput instead of a guess.
 
     gpu_hours_per_run = tokens_per_run x training FLOPs per token
-                        / (peak x mfu) / 3600   (`calculators.throughput.training_time`:
+                        / (peak x mfu) / 3600   (`calculators.training.throughput.training_time`:
     PaLM's 6N + 12 L H Q T per token, Chowdhery et al. 2022, appendix B), the same on
     any number of GPUs at a constant MFU; `gpus_per_run` only changes the wall clock.
     """

@@ -3,7 +3,7 @@ the two-sided t test.
 
 Every tail is summed directly, never as 1 minus the other, so a tail of 1e-200 is
 reported as 1e-200, and its logarithm stays finite where the tail underflows a double.
-The seed statistics (`calculators.seeds`) are built on these.
+The seed statistics (`calculators.statistics.seeds`) are built on these.
 
 Sources: the regularized incomplete beta is Lentz's continued fraction (Numerical Recipes
 3rd ed., section 6.4) with the front factor x^a (1-x)^b / B(a, b) in the form of

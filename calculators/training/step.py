@@ -35,7 +35,7 @@ size will be equal to the total gradients size"). Activations are per GPU and do
 shrink with data parallelism.
 
 Every term is a named line; the reserves are those of the inference envelope
-(`calculators.reserves`), charged on top of the peak.
+(`calculators.memory.reserves`), charged on top of the peak.
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ from typing import Literal
 
 from calculators.checks import non_negative_int, one_of, positive_int
 from calculators.errors import InputError, shown
-from calculators.formats import get_format
-from calculators.gpus import get_gpu
 from calculators.limits import (
     CONFIG_MAX,
     MAX_GPUS,
@@ -55,18 +53,14 @@ from calculators.limits import (
     MAX_MICRO_BATCH,
     MAX_SEQUENCE_TOKENS,
 )
-from calculators.lora import (
-    ALL_ATTENTION,
-    ALL_LINEAR,
-    lora_parameters,
-    module_name,
-    wrapped_tensors,
-)
-from calculators.params import parameter_counts
-from calculators.reserves import Line, check_reserve_overrides, reserve_lines
-from calculators.spec import ModelSpec, position_warnings
-from calculators.tensors import model_tensors
-from calculators.training_activations import (
+from calculators.memory.formats import get_format
+from calculators.memory.gpus import get_gpu
+from calculators.memory.reserves import Line, check_reserve_overrides, reserve_lines
+from calculators.memory.weights import weight_bytes
+from calculators.model.params import parameter_counts
+from calculators.model.spec import ModelSpec, position_warnings
+from calculators.model.tensors import model_tensors
+from calculators.training.activations import (
     ActivationSettings,
     kept_layer_bytes,
     layer_backward_transient,
@@ -74,13 +68,19 @@ from calculators.training_activations import (
     loss_backward_bytes,
     outside_layers_bytes,
 )
-from calculators.training_states import (
+from calculators.training.lora import (
+    ALL_ATTENTION,
+    ALL_LINEAR,
+    lora_parameters,
+    module_name,
+    wrapped_tensors,
+)
+from calculators.training.states import (
     get_optimizer,
     get_precision,
     optimizer_state_bytes,
     step_temporary_bytes,
 )
-from calculators.weights import weight_bytes
 
 PHASES = ("after_load", "after_forward", "backward_peak", "optimizer_step")
 PHASE_LABELS = {
@@ -392,8 +392,8 @@ def training_memory(
 
     With `spec`, every line; with `params` only (spec None), model states and the
     optimizer step, no activations. See the module docstring for the phases and
-    sharding, `calculators.training_states` for bytes per parameter and
-    `calculators.training_activations` for the saved tensors.
+    sharding, `calculators.training.states` for bytes per parameter and
+    `calculators.training.activations` for the saved tensors.
     """
     q = query
     if (spec is None) == (params is None):
@@ -511,7 +511,7 @@ def _training_memory(spec: ModelSpec | None, q: TrainingQuery, st: _States) -> T
             bytes=temporaries,
             basis="foreach: one state-sized tensor per parameter; for-loop: the largest; "
             "fused: none",
-            source="calculators.training_states.step_temporary_bytes",
+            source="calculators.training.states.step_temporary_bytes",
         ),
         Line(
             id="master_gradients",
@@ -646,14 +646,14 @@ def _activation_lines(
             label=f"Decoder layers' saved tensors, {label}",
             bytes=sum(kept),
             basis=f"{spec.num_layers} layers x {t:,} tokens",
-            source="calculators.training_activations (Korthikanti et al. 2022, eq. 1)",
+            source="calculators.training.activations (Korthikanti et al. 2022, eq. 1)",
         ),
         Line(
             id="embedding_and_norm",
             label="Token ids, RoPE tables, final norm and lm_head input",
             bytes=outside["embedding"] + outside["final_norm"],
             basis=f"{t:,} tokens",
-            source="calculators.training_activations.outside_layers_bytes",
+            source="calculators.training.activations.outside_layers_bytes",
         ),
         Line(
             id="logits",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
-from calculators.spec import ModelSpec
-from calculators.tensors import Category, Tensor, model_tensors
+from calculators.model.spec import ModelSpec
+from calculators.model.tensors import Category, Tensor, model_tensors
 
 # The breakdown lines are the tensor categories; MTP modules are reported apart.
 LINES = tuple(c for c in get_args(Category) if c != "mtp")
@@ -73,7 +73,7 @@ def counts_of(tensors: tuple[Tensor, ...]) -> ParameterCounts:
 def parameter_counts(spec: ModelSpec) -> ParameterCounts:
     """Parameter breakdown of `spec`: per line, total, active per token, non-embedding.
 
-    Exact for the families in `calculators.families` (tests pin published counts);
+    Exact for the families in `calculators.model.families` (tests pin published counts);
     equal by construction to sum(p.numel() for p in model.parameters()) of the
     probes' reference decoder built from the same spec.
     """

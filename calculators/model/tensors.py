@@ -14,7 +14,7 @@ from math import prod
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from calculators.spec import LayerSpec, ModelSpec
+    from calculators.model.spec import LayerSpec, ModelSpec
 
 Category = Literal[
     "embedding",

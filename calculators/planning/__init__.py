@@ -1,0 +1,1 @@
+"""Planning a campaign: GPU-hours, days, cost and rental packages (`budget`)."""
