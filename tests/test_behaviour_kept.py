@@ -21,7 +21,7 @@ import pytest
 from calculators.cli import main
 from calculators.model.presets import load_preset
 from calculators.web import compute, evaluate, form_html
-from calculators.web.compute import argv_for, calculator, clean
+from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
 
 PLACEHOLDER = "path/to/config.json"

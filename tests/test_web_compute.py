@@ -1,4 +1,4 @@
-"""calculators.web.compute: form inputs give exactly the CLI's JSON; bad inputs name their field."""
+"""calculators.web.forms: form inputs give exactly the CLI's JSON; bad inputs name their field."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from calculators.cli import build_parser, main
 from calculators.commands import COMMANDS, DEFAULTS
 from calculators.web import CALCULATORS, Field, FieldError, compute, evaluate
-from calculators.web.compute import args_for, argv_for, calculator, clean
+from calculators.web.forms import args_for, argv_for, calculator, clean
 
 
 def cli_json(argv: list[str]) -> object:

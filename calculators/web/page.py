@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from calculators.web.compute import FieldError, argv_for, calculator, clean, compute
-from calculators.web.forms import Field
-from calculators.web.render import render_result, to_csv
+from calculators.commands import CALCULATORS as DECLARED
+from calculators.web.forms import Field, FieldError, argv_for, calculator, clean, compute
+from calculators.web.render import notes_html, to_csv, warnings_html
 from calculators.web.text import escape, percent_encode, shell_quote
 
 
@@ -35,6 +35,15 @@ def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         "csv": to_csv(result),
         "command": command_line(argv_for(calc, clean(calc, inputs or {}))),
     }
+
+
+def render_result(name: str, result: dict[str, Any]) -> str:
+    """The result as HTML: its warnings, what the calculator declares (a summary, an SVG
+    chart where one helps, tables), and notes on what could not be computed."""
+    html = DECLARED[name].html
+    if html is None:
+        raise KeyError(f"calculator {name!r} has no page")
+    return warnings_html(result) + html(result) + notes_html(result)
 
 
 def run_json(name: str, inputs_json: str) -> str:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from calculators.units import format_count, format_gib
+from calculators.units import format_gib
 from calculators.web.text import csv_row, escape
 
 # Colour-blind-safe palette (Okabe-Ito), readable on light and dark backgrounds.
@@ -346,11 +346,12 @@ def _interval(width: int, low: float, high: float, mean: float, title: str) -> s
     )
 
 
-def _p(text: str) -> str:
+def summary(text: str) -> str:
+    """A result's one-line summary, above its chart and tables."""
     return f'<p class="kd-summary">{escape(text)}</p>'
 
 
-def _warnings(r: dict[str, Any]) -> str:
+def warnings_html(r: dict[str, Any]) -> str:
     """The result's warnings, shown above it: the figures stand, but read them with this."""
     return "".join(
         f'<p class="kd-warning" role="note"><strong>Warning:</strong> {escape(w)}</p>'
@@ -358,128 +359,9 @@ def _warnings(r: dict[str, Any]) -> str:
     )
 
 
-def _notes(r: dict[str, Any]) -> str:
+def notes_html(r: dict[str, Any]) -> str:
     """What the result could not compute, and why."""
     return "".join(f'<p class="kd-note">{escape(n)}</p>' for n in r.get("notes", ()))
-
-
-def _weights(r: dict[str, Any]) -> str:
-    p = r["parameters"]
-    rows = [[k, format_count(n), f"{n:,}"] for k, n in p["by_line"].items() if n]
-    rows += [["total", format_count(p["total"]), f"{p['total']:,}"]]
-    rows += [["active per token", format_count(p["active"]), f"{p['active']:,}"]]
-    cats = list(r["bytes_by_category"].items())
-    return "".join(
-        [
-            _p(
-                f"{r['model']} in {r['format']}: {format_gib(r['weight_bytes'])} of weights "
-                f"({r['weight_bytes']:,} bytes), {format_count(p['total'])} parameters."
-            ),
-            stacked_bar_svg(cats, title="weights by tensor category, GiB"),
-            html_table(
-                ["category", "GiB", "bytes"],
-                [[c, format_gib(b), f"{b:,}"] for c, b in cats]
-                + [["total", format_gib(r["weight_bytes"]), f"{r['weight_bytes']:,}"]]
-                + (
-                    [["MTP modules (apart)", format_gib(mtp), f"{mtp:,}"]]
-                    if (mtp := r.get("mtp_weight_bytes", 0))
-                    else []
-                ),
-                caption="Weights memory",
-            ),
-            html_table(["parameters", "count", "exact"], rows, caption="Parameter counts"),
-        ]
-    )
-
-
-def _kv_cache(r: dict[str, Any]) -> str:
-    rows = [
-        [
-            f"{line['layers']} x {line['attention']}"
-            + (f" (window {line['window']:,})" if line["window"] else ""),
-            f"{line['bytes_per_token']:,}",
-            f"{line['tokens_held']:,}",
-            format_gib(line["bytes"]),
-        ]
-        for line in r["lines"]
-    ]
-    if r["scale_bytes"]:
-        rows.append(["per-layer scales", "", "", format_gib(r["scale_bytes"])])
-    rows.append(["total", f"{r['bytes_per_token']:,}", "", format_gib(r["total_bytes"])])
-    segments = [
-        (
-            f"{line['layers']} {line['attention']} layers"
-            + (f" (window {line['window']:,})" if line["window"] else ""),
-            line["bytes"],
-        )
-        for line in r["lines"]
-    ]
-    if r["scale_bytes"]:
-        segments.append(("scales", r["scale_bytes"]))
-    parts = [
-        _p(
-            f"{r['model']}: {format_gib(r['total_bytes'])} of KV cache for {r['batch']:,} x "
-            f"{r['context']:,} tokens in {r['kv_format']} ({r['allocation']}); "
-            f"{r['bytes_per_token']:,} bytes per token."
-        ),
-        stacked_bar_svg(
-            segments,
-            capacity=r.get("free_bytes"),
-            capacity_label="free memory",
-            title="KV cache by layer kind, GiB",
-        ),
-        html_table(["layers", "bytes/token", "tokens held", "GiB"], rows, caption="KV cache"),
-    ]
-    if "max_context" in r:
-        parts.append(
-            _p(
-                f"In {format_gib(r['free_bytes'])} free: longest context "
-                f"{r['max_context']:,} tokens for {r['batch']:,} sequence(s) (limited by "
-                f"{r['max_context_limited_by']}); at most {r['max_sequences']:,} sequences of "
-                f"{r['context']:,} tokens."
-            )
-        )
-    return "".join(parts)
-
-
-def _envelope(r: dict[str, Any]) -> str:
-    verdict = "fits" if r["fits"] else "does not fit"
-    card = r["gpu"] or "the card"
-    return "".join(
-        [
-            _p(
-                f"{r['model']}: {format_gib(r['total_bytes'])} in total against "
-                f"{format_gib(r['visible_bytes'])} visible on {card}: {verdict}, headroom "
-                f"{format_gib(r['headroom_bytes'])}."
-            ),
-            stacked_bar_svg(
-                [(line["label"], line["bytes"]) for line in r["lines"]],
-                capacity=r["visible_bytes"],
-                capacity_label=f"visible on {card}",
-                title="memory envelope against the card, GiB",
-            ),
-            html_table(
-                ["line", "GiB", "basis"],
-                [[line["label"], format_gib(line["bytes"]), line["basis"]] for line in r["lines"]]
-                + [["total", format_gib(r["total_bytes"]), ""]],
-                caption="Memory envelope",
-            ),
-            html_table(
-                ["card", "visible", "needed", "headroom", "fits"],
-                [
-                    [
-                        c["gpu"],
-                        format_gib(c["visible_bytes"]),
-                        format_gib(c["total_bytes"]),
-                        format_gib(c["headroom_bytes"]),
-                        "yes" if c["fits"] else "no",
-                    ]
-                    for c in r["cards"]
-                ],
-                caption="Every catalog card",
-            ),
-        ]
-    )
 
 
 def phase_bars_svg(phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
@@ -527,197 +409,6 @@ def _phase_bars(width: int, phases: Sequence[tuple[str, int]], capacity: int, la
     ]
     body.append(_text(mark_x, bottom + 16, mark, anchor="middle", full=whole))
     return _svg(width, bottom + 24, "memory by phase against the card, GiB", body)
-
-
-def _training(r: dict[str, Any]) -> str:
-    reserves = sum(x["bytes"] for x in r["reserves"])
-    verdict = "fits" if r["fits"] else "does not fit"
-    largest = r.get("max_micro_batch")
-    return "".join(
-        [
-            _p(
-                f"{r['model']}: {format_gib(r['total_bytes'])} per GPU at the peak "
-                f"({r['peak_phase'].replace('_', ' ')}) with reserves, against "
-                f"{format_gib(r['visible_bytes'])} visible: {verdict}, headroom "
-                f"{format_gib(r['headroom_bytes'])}."
-                + ("" if largest is None else f" Largest micro-batch that fits: {largest}.")
-            ),
-            phase_bars_svg(
-                [(p["label"] + " + reserves", p["bytes"] + reserves) for p in r["phases"]],
-                r["visible_bytes"],
-                "visible",
-            ),
-            html_table(
-                ["phase", "GiB"],
-                [[p["label"], format_gib(p["bytes"])] for p in r["phases"]],
-                caption="Phases of a step (reserves not included)",
-            ),
-            html_table(
-                ["line", "GiB", "basis"],
-                [
-                    [x["label"], format_gib(x["bytes"]), x["basis"]]
-                    for x in r["lines"]
-                    if x["bytes"]
-                ],
-                caption="Memory lines",
-            ),
-            html_table(
-                ["on top of the peak", "GiB", "basis"],
-                [[x["label"], format_gib(x["bytes"]), x["basis"]] for x in r["reserves"]]
-                + [["total", format_gib(r["total_bytes"]), ""]],
-                caption="Reserves",
-            ),
-        ]
-    )
-
-
-def _throughput(r: dict[str, Any]) -> str:
-    t, b = r["training"], r["inference"]
-    return "".join(
-        [
-            _p(
-                f"{r['model']}: {t['tokens']:,} training tokens take "
-                f"{t['seconds'] / 3600:,.2f} h on {t['gpus']:,} GPU(s) at MFU {t['mfu']:.0%} "
-                f"({t['gpu_hours']:,.1f} GPU-hours)."
-            ),
-            html_table(
-                ["quantity", "value"],
-                [
-                    ["FLOPs per token", f"{t['flops_per_token']:.4g}"],
-                    ["total FLOPs", f"{t['total_flops']:.4g}"],
-                    ["tokens per second", f"{t['tokens_per_second']:,.0f}"],
-                    ["wall-clock hours", f"{t['seconds'] / 3600:,.2f}"],
-                    ["GPU-hours", f"{t['gpu_hours']:,.1f}"],
-                ],
-                caption="Training",
-            ),
-            html_table(
-                ["quantity", "value"],
-                [
-                    [
-                        "decode tokens per second (upper bound)",
-                        f"{b['decode_tokens_per_second']:,.0f}",
-                    ],
-                    ["decode bound", b["decode_bound"]],
-                    ["bytes read per decode step", format_gib(b["bytes_per_step"])],
-                    [
-                        "prefill tokens per second (upper bound)",
-                        f"{b['prefill_tokens_per_second']:,.0f}",
-                    ],
-                ],
-                caption=f"Inference, batch {b['batch']:,} at context {b['context']:,}",
-            ),
-        ]
-    )
-
-
-def _batch(r: dict[str, Any]) -> str:
-    rows = [[k.replace("_", " "), f"{v:,}" if isinstance(v, int) else str(v)] for k, v in r.items()]
-    return _p(
-        f"{r['sequences_per_update']:,} sequences and {r['tokens_per_update']:,} tokens per "
-        "update; normalise the loss by the update's total token count."
-    ) + html_table(["quantity", "value"], rows, caption="Effective batch")
-
-
-def _budget(r: dict[str, Any]) -> str:
-    rows = [
-        [
-            p["name"],
-            f"{p['runs']} + {p['reruns']}",
-            f"{p['gpu_hours']:,.1f}",
-            f"{p['wall_hours']:,.1f}",
-        ]
-        for p in r["phases"]
-    ]
-    rows.append(["total", "", f"{r['gpu_hours']:,.1f}", f"{r['wall_hours']:,.1f}"])
-    per_decision = (
-        ""
-        if r["cost_per_decision"] is None
-        else f", {r['cost_per_decision']:,.2f} USD per decision"
-    )
-    return "".join(
-        [
-            _p(
-                ("Example phases. " if r["example_phases"] else "")
-                + f"{r['gpu_hours']:,.1f} GPU-hours over {r['wall_days']:.2f} days, "
-                f"{r['cost_usd']:,.2f} USD{per_decision}."
-            ),
-            schedule_svg(
-                r["schedule"],
-                [p["name"] for p in r["phases"]],
-                r.get("schedule_period_days", 1),
-            ),
-            html_table(["phase", "runs + reruns", "GPU-hours", "wall hours"], rows, caption="Plan"),
-            html_table(
-                ["package", "covers", "slack hours", "USD"],
-                [
-                    [
-                        k["label"],
-                        "yes" if k["covers"] else "no",
-                        f"{k['slack_hours']:,.1f}",
-                        f"{k['price_usd']:,.2f}",
-                    ]
-                    for k in r["packages"]
-                ],
-                caption="Packages",
-            ),
-        ]
-    )
-
-
-def _cell(value: Any) -> str:
-    """A table cell: yes/no for booleans, n/a for what is undefined, 4 digits for floats."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _seeds(r: dict[str, Any]) -> str:
-    parts = []
-    rows = []
-    if "paired" in r:
-        p = r["paired"]
-        head = f"{p['seeds']} paired seeds: mean difference (b - a) {p['mean_difference']:.4g}"
-        if p["ci_low"] is None or p["ci_high"] is None:
-            parts.append(_p(f"{head}; every difference is the same, so no t interval."))
-        else:
-            parts.append(
-                _p(
-                    f"{head}, {p['confidence']:.0%} interval [{p['ci_low']:.4g}, "
-                    f"{p['ci_high']:.4g}], "
-                    + ("excludes 0." if p["excludes_zero"] else "includes 0.")
-                )
-            )
-            parts.append(
-                interval_svg(p["ci_low"], p["ci_high"], p["mean_difference"], p["confidence"])
-            )
-        rows += [[k.replace("_", " "), _cell(v)] for k, v in p.items()]
-    if "minimum_detectable_effect" in r:
-        rows.append(["minimum detectable effect", f"{r['minimum_detectable_effect']:.4g}"])
-    if "seeds_needed" in r:
-        rows.append(["seeds needed", str(r["seeds_needed"])])
-    parts.append(html_table(["quantity", "value"], rows, caption="Seed statistics"))
-    return "".join(parts)
-
-
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "weights": _weights,
-    "kv-cache": _kv_cache,
-    "envelope": _envelope,
-    "training": _training,
-    "throughput": _throughput,
-    "batch": _batch,
-    "budget": _budget,
-    "seeds": _seeds,
-}
-
-
-def render_result(name: str, result: dict[str, Any]) -> str:
-    """The result as HTML: its warnings, a summary, an SVG chart where one helps, tables,
-    and notes on what could not be computed."""
-    return _warnings(result) + RENDERERS[name](result) + _notes(result)
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

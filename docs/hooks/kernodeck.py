@@ -45,7 +45,7 @@ from calculators.model.presets import get_preset, load_preset, preset_ids
 from calculators.model.spec import ModelSpec
 from calculators.units import format_count, format_gib
 from calculators.web import CALCULATORS, compute, form_html
-from calculators.web.compute import argv_for, calculator, clean
+from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from calculators.cli import main  # noqa: E402
 from calculators.model.presets import load_preset  # noqa: E402
 from calculators.web import CALCULATORS, compute, evaluate, form_html  # noqa: E402
-from calculators.web.compute import argv_for, calculator, clean  # noqa: E402
+from calculators.web.forms import argv_for, calculator, clean  # noqa: E402
 from calculators.web.page import command_line  # noqa: E402
 
 BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
