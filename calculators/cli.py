@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from calculators.commands import CALCULATORS, COMMANDS, DEFAULTS, Calculator, UsageError, run
+from calculators.commands import CALCULATORS, Calculator, UsageError, run
 from calculators.errors import QUOTE_LIMIT, InputError
 from calculators.parsing import parse_float, parse_int
 
@@ -90,8 +90,7 @@ def _add(p: argparse.ArgumentParser, calc: Calculator) -> None:
                 kwargs["required"] = True
         target.add_argument(i.flag, **kwargs)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    defaults = {k: list(v) if isinstance(v, list) else v for k, v in DEFAULTS[calc.name].items()}
-    p.set_defaults(run=COMMANDS[calc.name], **defaults)
+    p.set_defaults(run=calc.run, **calc.defaults())
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,7 +33,7 @@ from calculators.model.spec import ModelSpec
 from calculators.training.batch import mean_of_means_bias
 from probes.distributed import end_process_group
 from probes.model import build_model
-from probes.train_step import Phases
+from probes.report import Phases
 
 VERSION = "1"
 TOLERANCE = {"fp32": 1e-5, "bf16": 2e-2}

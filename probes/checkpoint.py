@@ -30,7 +30,7 @@ import torch
 
 from calculators.model.spec import ModelSpec
 from probes.model import build_model
-from probes.train_step import Phases
+from probes.report import Phases
 
 VERSION = "1"
 PIECES = (

@@ -20,7 +20,8 @@ import torch
 import torch.distributed as dist
 
 from calculators.model.spec import ModelSpec
-from probes.train_step import Phases, StepSettings, estimate, estimate_entries, train_step
+from probes.report import Phases
+from probes.train_step import StepSettings, estimate, estimate_entries, train_step
 
 STRATEGIES = {"ddp": 0, "fsdp": 3}
 

@@ -24,7 +24,8 @@ import torch
 
 from calculators.model.spec import ModelSpec
 from probes.memory import make_backend
-from probes.train_step import Phases, StepSettings, estimate, train_step
+from probes.report import Phases
+from probes.train_step import StepSettings, estimate, train_step
 
 VERSION = "1"
 SEARCHES = {"micro-batch": "micro_batch", "seq-len": "seq_len"}

@@ -32,6 +32,9 @@ import tempfile
 from datetime import UTC, datetime
 from typing import Any
 
+from calculators.render import table
+from calculators.units import format_gib
+
 SCHEMA_ID = "kernodeck-probe-report"
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "oom", "error", "interrupted")
@@ -312,3 +315,47 @@ __all__ = [
     "validate",
     "write",
 ]
+
+
+class Phases:
+    """The phase a probe is in, for the report of a run that stops there."""
+
+    def __init__(self) -> None:
+        self.current = "setup"
+
+
+def _show(value: Any, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "bytes":
+        return f"{format_gib(int(value), 4)} ({int(value):,})"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return f"{value:,}"
+
+
+def render(report: dict[str, Any], text: str = "") -> str:
+    """The estimate vs measured table of a report, then the probe's own lines."""
+    names = list(report["estimate"]) + [
+        n for n in report["measured"] if n not in report["estimate"]
+    ]
+    rows = []
+    for n in names:
+        unit = report["units"].get(n, "")
+        ratio = report["ratio"].get(n)
+        rows.append(
+            [
+                n,
+                _show(report["estimate"].get(n), unit),
+                _show(report["measured"].get(n), unit),
+                "-" if ratio is None else f"{ratio:.3f}",
+            ]
+        )
+    inputs = ", ".join(f"{k}={v}" for k, v in report["inputs"].items() if v is not None)
+    head = f"{report['probe']['name']} ({report['status']}): {inputs}"
+    parts = [head]
+    if rows:
+        parts.append(table(["figure", "estimate", "measured", "measured/estimate"], rows))
+    if text:
+        parts.append(text)
+    return "\n".join(parts)

@@ -26,8 +26,9 @@ import torch
 from calculators.memory.gpus import GPUS, get_gpu
 from calculators.model.spec import ModelSpec
 from calculators.training.throughput import inference_bounds, training_flops_per_token
+from probes.report import Phases
 from probes.setup import Trainer, apply_lora, batches, build
-from probes.train_step import Phases, StepSettings
+from probes.train_step import StepSettings
 
 VERSION = "1"
 

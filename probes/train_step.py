@@ -27,8 +27,8 @@ import torch
 
 from calculators.model.spec import ModelSpec
 from calculators.training.step import DEFAULT_LORA_TARGETS, TrainingQuery, training_memory
-from probes.cli import Phases
 from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement, storage_bytes
+from probes.report import Phases
 from probes.setup import Trainer, apply_lora, batches, build, policy
 
 VERSION = "1"

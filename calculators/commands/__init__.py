@@ -61,20 +61,21 @@ COMMANDS: dict[str, Callable[[Args], tuple[Any, str]]] = {
 DEFAULTS: dict[str, dict[str, Any]] = {name: c.defaults() for name, c in CALCULATORS.items()}
 
 
-def run(command: str, args: Args) -> tuple[Any, str]:
-    """Run subcommand `command`; an InputError names the command's own input.
+def run(command: str | Calculator, args: Args) -> tuple[Any, str]:
+    """Run a calculator (by name or declaration); an InputError names its own input.
 
     The calculators' dataclasses name a bad value by their field (price_per_gpu_hour);
-    the reader typed it into the command's input (--price): the calculator's `renamed`
-    maps one to the other, and the message then starts with the flag.
+    the reader typed it into the calculator's input (--price): the declaration's
+    `renamed` maps one to the other, and the message then starts with the flag.
     """
-    calculator = CALCULATORS[command]
+    calculator = CALCULATORS[command] if isinstance(command, str) else command
+    inputs = {i.name for i in calculator.inputs}
     try:
         return calculator.run(args)
     except InputError as e:
         name = calculator.renamed.get(e.field, e.field)
-        if name in DEFAULTS[command] and e.subject:
+        if name in inputs and e.subject:
             raise e.renamed(name, "--" + name.replace("_", "-")) from None
-        if name in DEFAULTS[command]:
+        if name in inputs:
             raise InputError(name, str(e), subject="") from None
         raise

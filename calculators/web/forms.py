@@ -22,7 +22,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from calculators.commands import CALCULATORS as DECLARED
-from calculators.commands import DEFAULTS, run
+from calculators.commands import run
+from calculators.commands.declaration import Calculator as Declared
 from calculators.commands.declaration import Input
 from calculators.errors import InputError, shown
 from calculators.parsing import parse_float, parse_int
@@ -40,6 +41,7 @@ class Calculator:
     command: str
     fields: tuple[Field, ...]
     summary: str
+    declaration: Declared
 
     def field(self, name: str) -> Field:
         """The field `name`; KeyError if the calculator has none."""
@@ -53,13 +55,15 @@ class Calculator:
         return {f.name: f.default for f in self.fields}
 
 
-def _page(declared: Any) -> Calculator:
+def _page(declared: Declared) -> Calculator:
+    """The form of a declared calculator: its page inputs, starting at their examples."""
     return Calculator(
         name=declared.name,
         title=declared.title,
         command=declared.name,
         summary=declared.summary,
         fields=tuple(replace(i, default=i.page_default) for i in declared.inputs if i.page),
+        declaration=declared,
     )
 
 
@@ -156,7 +160,7 @@ def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
 def args_for(calc: Calculator, values: dict[str, Any]) -> SimpleNamespace:
     """The namespace `python -m calculators` parses from `argv_for(calc, values)`: every
     flag of the command at its default, then the given fields (`values` from `clean`)."""
-    args = {k: list(v) if isinstance(v, list) else v for k, v in DEFAULTS[calc.command].items()}
+    args = calc.declaration.defaults()
     for f in calc.fields:
         value = values.get(f.name)
         if value is None or value is False:
@@ -177,7 +181,7 @@ def compute(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     calc = calculator(name)
     values = clean(calc, inputs or {})
     try:
-        data, _text = run(calc.command, args_for(calc, values))
+        data, _text = run(calc.declaration, args_for(calc, values))
     except InputError as e:
         known = {f.name: f for f in calc.fields}
         if e.field in known and e.subject:
