@@ -16,7 +16,8 @@ figure at that path of example `ex`'s result (dotted, lists indexed), formatted;
 `[[spec:qwen3-8b:head_dim|int]]`, `[[preset:qwen3-8b:hf_repo]]` read the model and its
 source, `[[kvformat:fp8:bits_per_value]]` a KV format. Formats: gib, gb, int, count,
 f1, f2, g4, pct, raw. Directives on a line of their own: `[[fields NAME]]` (the inputs explained),
-`[[command NAME key=value ...]]`, `[[table presets|gpus|formats]]`, `[[validation-reports]]`.
+`[[command NAME key=value ...]]`, `[[table calculators|presets|gpus|formats]]`,
+`[[validation-reports]]`.
 No figure is typed by hand: a reference that cannot be resolved fails the build.
 """
 
@@ -163,6 +164,11 @@ def _reference_table(which: str) -> str:
             "| GPU | vendor memory | visible to torch | bandwidth, GB/s | BF16 dense TFLOPS | "
             "FP8 dense TFLOPS |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
         )
+    if which == "calculators":
+        rows = "\n".join(
+            f"| [{c.title}]({name}.md) | {c.summary} |" for name, c in CALCULATORS.items()
+        )
+        return "| calculator | what it answers |\n|---|---|\n" + rows
     if which == "formats":
         weights = "\n".join(f"| `{fid}` | {f.name} |" for fid, f in FORMATS.items())
         kv = "\n".join(
