@@ -174,3 +174,20 @@ __all__ = [
     "qwen2_configs",
     "specs",
 ]
+
+
+def typed_text(*, newlines: bool = False) -> st.SearchStrategy[str]:
+    """What a reader may type into a flag or a field: numbers of every size and sign,
+    non-finite values, words, lists of numbers, phases, and very long text."""
+    return st.one_of(
+        st.integers(-(10**20), 10**20).map(str),
+        st.sampled_from(
+            ["", "0", "-1", "1e9", "1e300", "-1e300", "inf", "-inf", "nan", "1e-320", "a:1:1e300"]
+        ),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.text("abc-_,.:=0123456789e" + ("\n" if newlines else ""), max_size=16),
+        st.lists(st.floats(-1e250, 1e250), min_size=1, max_size=5).map(
+            lambda xs: ",".join(map(repr, xs))
+        ),
+        st.just("9" * 20_000),
+    )

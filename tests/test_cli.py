@@ -15,6 +15,7 @@ from calculators.cli import main
 from calculators.commands import DEFAULTS
 from calculators.model.presets import load_preset
 from tests.cli_helpers import subparser
+from tests.strategies import typed_text
 
 
 def run_json(capsys, *argv):
@@ -526,18 +527,7 @@ def test_training_text_names_the_card_once(capsys):
     assert "visible 24.00 GiB" not in out
 
 
-# Values a reader might type into any flag: numbers of every size and sign, non-finite
-# ones, words, lists, and long text.
-TYPED = st.one_of(
-    st.integers(-(10**20), 10**20).map(str),
-    st.sampled_from(["0", "-1", "1e9", "1e300", "-1e300", "inf", "-inf", "nan", "1e-320"]),
-    st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.text("abc-_,.:=0123456789e", max_size=12),
-    st.lists(st.floats(-1e250, 1e250), min_size=1, max_size=5).map(
-        lambda xs: ",".join(map(repr, xs))
-    ),
-    st.just("9" * 5_000),
-)
+TYPED = typed_text()
 
 
 def _flags(command: str) -> list[tuple[str, bool]]:

@@ -14,6 +14,7 @@ from calculators.cli import build_parser, main
 from calculators.commands import COMMANDS, DEFAULTS
 from calculators.web import CALCULATORS, Field, FieldError, compute, evaluate
 from calculators.web.forms import args_for, argv_for, calculator, clean
+from tests.strategies import typed_text
 
 
 def cli_json(argv: list[str]) -> object:
@@ -172,15 +173,7 @@ def test_whole_number_fields_take_scientific_notation_as_the_cli_does():
     assert compute("throughput", {"tokens": "1e9"})["training"]["tokens"] == 10**9
 
 
-# What a reader may type into a page's text field: numbers of every size, non-finite
-# values, words, and very long text.
-_TYPED = st.one_of(
-    st.integers(-(10**20), 10**20).map(str),
-    st.sampled_from(["", "0", "-1", "1e9", "1e300", "inf", "nan", "1e-320", "a:1:1e300"]),
-    st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.text("abc-_,.:=0123456789e\n", max_size=16),
-    st.just("9" * 20_000),
-)
+_TYPED = typed_text(newlines=True)
 
 
 @settings(max_examples=150, deadline=None)
