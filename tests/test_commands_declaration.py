@@ -4,8 +4,11 @@ and the page's form are derived from its declaration alone."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +161,23 @@ def test_the_browser_path_imports_no_argparse() -> None:
     assert not any(re.search(r"^\s*import argparse|^from argparse", s, re.M) for s in sources)
     assert build_parser().prog == "python -m calculators"
     assert os.path.basename(__file__) == "test_commands_declaration.py"
+
+
+def test_a_page_imports_only_the_calculator_it_shows() -> None:
+    # every import is compiled and run on each page load in Pyodide: the kv-cache page
+    # must not pay for the training-step memory, the budget or the seed statistics
+    code = (
+        "import json, sys\n"
+        "from calculators.web import run_json\n"
+        "assert json.loads(run_json('kv-cache', '{}'))['ok']\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('calculators'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    loaded = set(json.loads(out.stdout))
+    assert {"calculators.commands.kv_cache", "calculators.memory.kv_cache"} <= loaded
+    for other in ("training", "budget", "seeds", "envelope", "throughput", "weights"):
+        assert f"calculators.commands.{other}" not in loaded
+    assert "calculators.training.step" not in loaded
+    assert "calculators.statistics.student_t" not in loaded

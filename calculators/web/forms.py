@@ -17,7 +17,9 @@ by the field's label. Argparse stays out of the browser's path.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -67,9 +69,31 @@ def _page(declared: Declared) -> Calculator:
     )
 
 
-CALCULATORS: dict[str, Calculator] = {
-    name: _page(c) for name, c in DECLARED.items() if c.html is not None
-}
+class _Pages(Mapping[str, Calculator]):
+    """The forms of the calculators that have a page, by name; like the declarations, a
+    calculator is imported when its form is first asked for (a page shows one)."""
+
+    def __getitem__(self, name: str) -> Calculator:
+        return _form(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in DECLARED and DECLARED[name].html is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in DECLARED if DECLARED[name].html is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+@cache
+def _form(name: str) -> Calculator:
+    if name not in DECLARED or DECLARED[name].html is None:
+        raise KeyError(name)
+    return _page(DECLARED[name])
+
+
+CALCULATORS: Mapping[str, Calculator] = _Pages()
 
 
 # A bad input: `field` is the input's name ('' when no single field is to blame).
