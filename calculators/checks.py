@@ -55,11 +55,3 @@ def positive_number(name: str, value: object, *, maximum: float | None = None) -
         raise InputError(name, f"{name} must be a positive number, got {shown(value)}")
     if maximum is not None and value > maximum:  # type: ignore[operator]
         raise InputError(name, f"{name} must be at most {maximum:g}, got {value:g}")
-
-
-def real_in(name: str, value: object, low: float, high: float) -> None:
-    """Raise InputError unless `value` is a real number with low <= value <= high."""
-    if not _is_real(value) or not low <= value <= high:  # type: ignore[operator]
-        raise InputError(
-            name, f"{name} must be a number from {low:g} to {high:g}, got {shown(value)}"
-        )
