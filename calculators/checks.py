@@ -15,7 +15,8 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_real(value: object) -> bool:
+def is_real(value: object) -> bool:
+    """An int or a float (bool is not a number here); NaN and infinities included."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -37,7 +38,7 @@ def non_negative_int(name: str, value: object, *, maximum: int | None = None) ->
 
 def fraction(name: str, value: object, *, upper: float = 1.0) -> None:
     """Raise InputError unless `value` is a real number in [0, upper)."""
-    if not _is_real(value) or not 0 <= value < upper:  # type: ignore[operator]
+    if not is_real(value) or not 0 <= value < upper:  # type: ignore[operator]
         raise InputError(name, f"{name} must be a number in [0, {upper}), got {shown(value)}")
 
 
@@ -51,7 +52,7 @@ def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
 
 def positive_number(name: str, value: object, *, maximum: float | None = None) -> None:
     """Raise InputError unless `value` is a finite real number > 0 (and <= maximum)."""
-    if not _is_real(value) or not isfinite(value) or value <= 0:  # type: ignore[arg-type,operator]
+    if not is_real(value) or not isfinite(value) or value <= 0:  # type: ignore[arg-type,operator]
         raise InputError(name, f"{name} must be a positive number, got {shown(value)}")
     if maximum is not None and value > maximum:  # type: ignore[operator]
         raise InputError(name, f"{name} must be at most {maximum:g}, got {value:g}")

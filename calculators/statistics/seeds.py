@@ -30,6 +30,7 @@ from fractions import Fraction
 from math import ceil, inf, isfinite, isqrt, ldexp, log, sqrt
 from statistics import NormalDist
 
+from calculators.checks import is_real
 from calculators.decimals import typed_value
 from calculators.errors import InputError, shown
 from calculators.statistics.student_t import (
@@ -96,12 +97,8 @@ def _num(x: float) -> str:
     return f"{x:g}".replace("e+", "e")
 
 
-def _real(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _check_range(name: str, value: object, low: float, high: float, what: str) -> None:
-    if not _real(value) or not isfinite(value) or value <= 0:  # type: ignore[arg-type,operator]
+    if not is_real(value) or not isfinite(value) or value <= 0:  # type: ignore[arg-type,operator]
         raise InputError(name, f"{name} must be a positive number, got {shown(value)}")
     if not low <= value <= high:  # type: ignore[operator]
         raise InputError(
@@ -111,7 +108,7 @@ def _check_range(name: str, value: object, low: float, high: float, what: str) -
 
 def _check_alpha(alpha: object) -> None:
     low, high = ALPHA_RANGE
-    if not _real(alpha) or not low <= alpha <= high:  # type: ignore[operator]
+    if not is_real(alpha) or not low <= alpha <= high:  # type: ignore[operator]
         raise InputError(
             "alpha",
             f"alpha must be a number from {low:g} to {high:g} (the two-sided test level), "
@@ -120,7 +117,7 @@ def _check_alpha(alpha: object) -> None:
 
 
 def _check_power(power: object, alpha: float) -> None:
-    if not _real(power) or not 0.0 < power <= POWER_MAX:  # type: ignore[operator]
+    if not is_real(power) or not 0.0 < power <= POWER_MAX:  # type: ignore[operator]
         raise InputError(
             "power",
             f"power must be a number above alpha and at most 1 - 1e-10 (0.9999999999), "
@@ -347,7 +344,7 @@ def _check_scores(name: str, scores: object) -> tuple[int | float, ...]:
         )
     low, high = SCORE_RANGE
     for x in scores:
-        if not _real(x) or not isfinite(x):
+        if not is_real(x) or not isfinite(x):
             raise InputError(
                 name,
                 f"{name} scores must be finite numbers, got {shown(x)}",
@@ -411,7 +408,7 @@ class PairedComparison:
             )
         low, high = CONFIDENCE_RANGE
         c = self.confidence
-        if not _real(c) or not low <= c <= high:  # type: ignore[operator]
+        if not is_real(c) or not low <= c <= high:  # type: ignore[operator]
             raise InputError(
                 "confidence",
                 f"confidence must be in [{low:g}, {high!r}] (1 - 1e-10 at most), got {shown(c)}",

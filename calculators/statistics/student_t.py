@@ -21,6 +21,7 @@ from __future__ import annotations
 from math import erfc, exp, inf, isfinite, lgamma, log, log1p, pi, sqrt
 from statistics import NormalDist
 
+from calculators.checks import is_real
 from calculators.errors import InputError, shown
 
 __all__ = [
@@ -50,15 +51,6 @@ _LN10 = log(10.0)
 _HALF_LOG_2PI = 0.5 * log(2.0 * pi)
 _SQRT2 = sqrt(2.0)
 _NORMAL = NormalDist()
-
-
-def _num(x: float) -> str:
-    """A bound as a reader writes it: 1e200, not 1e+200."""
-    return f"{x:g}".replace("e+", "e")
-
-
-def _real(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # --- Regularized incomplete beta I_x(a, b), with its complement and its logarithm.
@@ -163,10 +155,10 @@ def _ibeta(a: float, b: float, x: float, y: float, lx: float, ly: float) -> tupl
 
 def regularized_beta(a: float, b: float, x: float) -> float:
     """I_x(a, b), the regularized incomplete beta function, for a, b > 0 and 0 <= x <= 1."""
-    if not _real(x) or not 0.0 <= x <= 1.0:
+    if not is_real(x) or not 0.0 <= x <= 1.0:
         raise InputError("x", f"x must be in [0, 1], got {shown(x)}")
     for name, value in (("a", a), ("b", b)):
-        if not _real(value) or not isfinite(value) or value <= 0:
+        if not is_real(value) or not isfinite(value) or value <= 0:
             raise InputError(name, f"{name} must be a positive number, got {shown(value)}")
     if x in (0.0, 1.0):
         return float(x)
@@ -177,12 +169,12 @@ def regularized_beta(a: float, b: float, x: float) -> float:
 
 
 def _df(df: object) -> None:
-    if not _real(df) or not isfinite(df) or not df > 0:  # type: ignore[arg-type,operator]
+    if not is_real(df) or not isfinite(df) or not df > 0:  # type: ignore[arg-type,operator]
         raise InputError("df", f"df must be a positive number, got {shown(df)}")
 
 
 def _t_value(t: object) -> None:
-    if not _real(t) or t != t:  # NaN is the only value unequal to itself
+    if not is_real(t) or t != t:  # NaN is the only value unequal to itself
         raise InputError("t", f"t must be a number, got {shown(t)}")
 
 
@@ -270,7 +262,7 @@ def t_pdf(t: float, df: float) -> float:
 
 
 def _probability_arg(p: object) -> None:
-    if not _real(p) or not 0.0 < p < 1.0:  # type: ignore[operator]
+    if not is_real(p) or not 0.0 < p < 1.0:  # type: ignore[operator]
         raise InputError("p", f"p must be a probability in (0, 1), got {shown(p)}")
 
 
@@ -463,7 +455,7 @@ def _nct_tails(t: float, nu: float, delta: float) -> tuple[float, float]:
 def _nct_args(t: object, df: object, nc: object) -> None:
     _df(df)
     _t_value(t)
-    if not _real(nc) or not abs(nc) <= NCT_MAX_NONCENTRALITY:  # type: ignore[arg-type]
+    if not is_real(nc) or not abs(nc) <= NCT_MAX_NONCENTRALITY:  # type: ignore[arg-type]
         raise InputError(
             "nc",
             f"nc must be a number from -{NCT_MAX_NONCENTRALITY:g} to "
