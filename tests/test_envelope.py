@@ -138,3 +138,80 @@ def test_more_context_never_lowers_the_total(context, extra, batch):
     b = memory_envelope(LLAMA, EnvelopeQuery(context=context + extra, batch=batch))
     assert 0 < a.total_bytes <= b.total_bytes
     assert all(line.bytes >= 0 for line in a.lines)
+
+
+# Card selection: the longest context, the most sequences and the cards needed per card.
+
+LLAMA70 = ModelSpec.from_hf_config(load_preset("llama-3.1-70b"))
+QWEN_MOE = ModelSpec.from_hf_config(load_preset("qwen3-30b-a3b"))
+
+
+def _total_on(spec, gpu, **query):
+    return memory_envelope(spec, EnvelopeQuery(**query), gpu=gpu).total_bytes
+
+
+@pytest.mark.parametrize("gpu", ["l40s", "h100-sxm", "a100-40gb", "mi300x"])
+def test_longest_context_is_the_edge_of_fitting(gpu):
+    q = EnvelopeQuery(context=8192, batch=4)
+    card = next(c for c in memory_envelope(LLAMA, q, gpu=gpu).cards if c.gpu == gpu)
+    visible = get_gpu(gpu).visible_bytes
+    limit = LLAMA.max_position_embeddings
+    assert card.max_context > 0
+    assert _total_on(LLAMA, gpu, context=card.max_context, batch=4) <= visible
+    if card.max_context < limit:
+        assert _total_on(LLAMA, gpu, context=card.max_context + 1, batch=4) > visible
+
+
+@pytest.mark.parametrize("gpu", ["l40s", "h100-sxm", "h200"])
+def test_most_sequences_is_the_edge_of_fitting(gpu):
+    q = EnvelopeQuery(context=8192, batch=1)
+    card = next(c for c in memory_envelope(LLAMA, q, gpu=gpu).cards if c.gpu == gpu)
+    visible = get_gpu(gpu).visible_bytes
+    assert _total_on(LLAMA, gpu, context=8192, batch=card.max_sequences) <= visible
+    assert _total_on(LLAMA, gpu, context=8192, batch=card.max_sequences + 1) > visible
+
+
+def test_a_card_that_holds_the_model_needs_one_and_its_search_stops_at_the_model_limit():
+    r = memory_envelope(LLAMA, EnvelopeQuery(context=8192, batch=1), gpu="b200")
+    b200 = next(c for c in r.cards if c.gpu == "b200")
+    assert (b200.cards_needed, b200.per_card_bytes) == (1, b200.total_bytes)
+    # config.json max_position_embeddings 131072: the search does not go past it
+    assert r.context_limit == LLAMA.max_position_embeddings == 131072
+    assert b200.max_context == r.context_limit
+
+
+def test_weights_that_do_not_fit_leave_no_context_and_no_sequence():
+    # Llama 3.1 70B in bf16 is 2 x 70,553,706,496 bytes (HF safetensors count), above an
+    # L40S's visible memory before any cache
+    r = memory_envelope(LLAMA70, EnvelopeQuery(context=8192, batch=1), gpu="l40s")
+    assert r.line("weights").bytes == 2 * 70_553_706_496
+    l40s = next(c for c in r.cards if c.gpu == "l40s")
+    assert (l40s.max_context, l40s.max_sequences) == (0, 0)
+
+
+def test_cards_needed_is_the_fewest_tensor_parallel_cards_that_hold_it():
+    q = EnvelopeQuery(context=8192, batch=4)
+    r = memory_envelope(LLAMA70, q, gpu="h100-sxm")
+    h100 = next(c for c in r.cards if c.gpu == "h100-sxm")
+    visible = get_gpu("h100-sxm").visible_bytes
+    assert not h100.fits and h100.cards_needed in (2, 4, 8)
+    w = r.line("weights").bytes
+    kv = r.line("kv_cache").bytes
+    ws = r.line("activations").bytes
+    frac = {d.id: d.value for d in default_reserves("cuda")}["allocator_fragmentation"]
+    fixed = sum(d.value for d in default_reserves("cuda") if d.kind == "bytes")
+
+    def each(degree):
+        # 64 query heads and 8 KV heads (config.json): 8 / degree KV heads per card
+        demand = ceil(w / degree) + ceil(kv * (8 // degree) / 8) + ws
+        return demand + ceil(frac * demand) + fixed
+
+    assert h100.per_card_bytes == each(h100.cards_needed) <= visible
+    smaller = [d for d in (2, 4, 8) if d < h100.cards_needed]
+    assert all(each(d) > visible for d in smaller)
+
+
+def test_no_split_of_eight_cards_holds_it_is_said_not_guessed():
+    r = memory_envelope(DSV3, EnvelopeQuery(context=4096, batch=1), gpu="h100-sxm")
+    h100 = next(c for c in r.cards if c.gpu == "h100-sxm")
+    assert (h100.cards_needed, h100.per_card_bytes) == (None, None)

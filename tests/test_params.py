@@ -72,6 +72,14 @@ PINNED: list[tuple[str, int, str]] = [
         "Llama-2-7b; also keras-hub llama presets",
     ),
     (
+        "llama-3.1-70b",
+        70_553_706_496,
+        "Hugging Face safetensors metadata of the Llama 3.1/3.3 70B repos "
+        "(safetensors.total = 70553706496, e.g. the parameter count pinned for "
+        "meta-llama/Llama-3.3-70B-Instruct, which shares the architecture, in public catalog "
+        "tests and GGUF general.parameter_count of Llama-70B conversions)",
+    ),
+    (
         "llama-3.1-8b",
         8_030_261_248,
         "Hugging Face safetensors metadata for meta-llama/Llama-3.1-8B (model page "

@@ -24,7 +24,7 @@ def test_ids_sorted_and_match_shipped_files():
     assert list(ids) == sorted(ids)
     assert list(ids) == SHIPPED
     assert set(ids) == set(INDEX)
-    assert len(ids) == 21
+    assert len(ids) == 22
 
 
 @pytest.mark.parametrize("preset_id", preset_ids())

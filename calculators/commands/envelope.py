@@ -40,8 +40,48 @@ def envelope_json(r: EnvelopeResult) -> dict[str, Any]:
         "headroom_bytes": r.headroom_bytes,
         "fits": r.fits,
         "cards": [{**vars(c), "fits": c.fits} for c in r.cards],
+        "context_limit": r.context_limit,
         "warnings": list(r.warnings),
     }
+
+
+TENSOR_PARALLEL_NOTE = (
+    "Cards needed: tensor parallelism over 2, 4 or 8 cards of one kind, splitting weights "
+    "and KV heads; norms replicated, activation workspace kept whole on each card, one "
+    "NCCL communicator in the framework reserve; pipeline and expert parallelism not "
+    "modelled."
+)
+
+
+def _card_head(batch: int, context: int) -> list[str]:
+    return [
+        "card",
+        "visible",
+        "needed",
+        "headroom",
+        f"longest context, {batch} seq.",
+        f"sequences at {context:,} tokens",
+        "cards needed",
+        "each card holds",
+    ]
+
+
+def _card_row(c: dict[str, Any], context_limit: int) -> list[str]:
+    """One card: the verdict and what fits on it; the model's own limit is marked."""
+    longest = f"{c['max_context']:,}"
+    if c["max_context"] == context_limit:
+        longest += " (model limit)"
+    each = "" if c["per_card_bytes"] is None else format_gib(c["per_card_bytes"])
+    return [
+        c["gpu"],
+        format_gib(c["visible_bytes"]),
+        format_gib(c["total_bytes"]),
+        format_gib(c["headroom_bytes"]),
+        longest,
+        f"{c['max_sequences']:,}",
+        "more than 8" if c["cards_needed"] is None else str(c["cards_needed"]),
+        each,
+    ]
 
 
 def run(args: Args) -> tuple[dict[str, Any], str]:
@@ -74,8 +114,19 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         f"\nVisible memory {format_gib(r.visible_bytes)}: {verdict}, "
         f"headroom {format_gib(r.headroom_bytes)}",
         "Cards that fit: " + (", ".join(c.gpu for c in r.cards if c.fits) or "none"),
+        "",
+        table(
+            _card_head(args.batch, args.context),
+            [_card_row(vars(c), r.context_limit) for c in r.cards],
+        ),
+        TENSOR_PARALLEL_NOTE,
     ]
-    return {"model": spec.name, **envelope_json(r)}, "\n".join(text + assumption_lines(spec))
+    return {
+        "model": spec.name,
+        "context": args.context,
+        "batch": args.batch,
+        **envelope_json(r),
+    }, "\n".join(text + assumption_lines(spec))
 
 
 def html(r: dict[str, Any]) -> str:
@@ -101,19 +152,11 @@ def html(r: dict[str, Any]) -> str:
                 caption="Memory envelope",
             ),
             html_table(
-                ["card", "visible", "needed", "headroom", "fits"],
-                [
-                    [
-                        c["gpu"],
-                        format_gib(c["visible_bytes"]),
-                        format_gib(c["total_bytes"]),
-                        format_gib(c["headroom_bytes"]),
-                        "yes" if c["fits"] else "no",
-                    ]
-                    for c in r["cards"]
-                ],
-                caption="Every catalog card",
+                _card_head(r["batch"], r["context"]),
+                [_card_row(c, r["context_limit"]) for c in r["cards"]],
+                caption="Every catalog card: fit, what fits, and the cards needed",
             ),
+            f'<p class="kd-note">{TENSOR_PARALLEL_NOTE}</p>',
         ]
     )
 

@@ -8,10 +8,17 @@ Every term is a named line with its basis and source; the reserve lines come fro
 `calculators.memory.reserves` and can be overridden one by one. The total is compared with
 the memory the card shows to software (torch's `total_memory`, from
 `calculators.memory.gpus`), not the marketed capacity.
+
+For every catalog card the result also answers the selection questions: the longest
+context that fits at the query's batch, the most concurrent sequences that fit at its
+context (both by bisection on the same total, which grows with either), and, where the
+card cannot hold the model alone, the fewest cards that hold it with tensor parallelism
+(`calculators.memory.tensor_parallel`: what that split does and does not model).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,10 +26,11 @@ from calculators.checks import positive_int
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
 from calculators.memory.activations import inference_workspace
-from calculators.memory.gpus import GPUS, get_gpu
+from calculators.memory.gpus import GPU, GPUS, get_gpu
 from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
 from calculators.memory.reserves import Line as EnvelopeLine
 from calculators.memory.reserves import check_reserve_overrides, reserve_lines
+from calculators.memory.tensor_parallel import card_share, valid_degrees
 from calculators.memory.weights import weight_bytes
 from calculators.model.spec import ModelSpec
 
@@ -62,13 +70,26 @@ class EnvelopeQuery:
 
 @dataclass(frozen=True, kw_only=True)
 class CardFit:
-    """The envelope against one catalog card."""
+    """The envelope against one catalog card.
+
+    max_context:   the longest context that fits at the query's batch, up to the model's
+                   max_position_embeddings (0: not even one token fits).
+    max_sequences: the most concurrent sequences of the query's context that fit
+                   (0: not one).
+    cards_needed:  1 when the card holds the envelope; else the fewest cards of this kind
+                   that hold it with tensor parallelism (2, 4 or 8); None when 8 do not.
+    per_card_bytes: the total on each card at `cards_needed` (None with it).
+    """
 
     gpu: str
     name: str
     visible_bytes: int
     total_bytes: int
     headroom_bytes: int
+    max_context: int = 0
+    max_sequences: int = 0
+    cards_needed: int | None = None
+    per_card_bytes: int | None = None
 
     @property
     def fits(self) -> bool:
@@ -81,6 +102,8 @@ class EnvelopeResult:
 
     headroom_bytes = visible_bytes - total_bytes; negative means it does not fit.
     cards: every catalog card, each with its own runtime's reserves.
+    context_limit: the longest context the card searches try: the model's
+        max_position_embeddings (or a static cache's max_length).
     warnings: lengths past the model's max_position_embeddings (computed anyway).
     """
 
@@ -90,6 +113,7 @@ class EnvelopeResult:
     visible_bytes: int
     headroom_bytes: int
     cards: tuple[CardFit, ...]
+    context_limit: int = MAX_SEQUENCE_TOKENS
     warnings: tuple[str, ...] = ()
 
     @property
@@ -144,6 +168,79 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine]
     return lines, kv.warnings
 
 
+class _Demand:
+    """The envelope's total for any context and batch, the weights computed once: the
+    card-selection searches evaluate it a few hundred times."""
+
+    def __init__(self, spec: ModelSpec, q: EnvelopeQuery) -> None:
+        w = weight_bytes(spec, q.weights_format, keep_unquantized=q.keep_unquantized)
+        self.spec, self.q = spec, q
+        self.weights = w.total_bytes if q.include_mtp else w.main_bytes
+        self.limit = spec.max_position_embeddings or MAX_SEQUENCE_TOKENS
+        if q.kv.allocation == "static" and q.max_length is not None:
+            # a static cache is as long as max_length whatever the context
+            self.limit = min(self.limit, q.max_length)
+
+    def parts(self, context: int, batch: int, degree: int = 1) -> int:
+        """Weights + KV cache + activations on one of `degree` cards."""
+        q, share = self.q, card_share(self.spec, degree)
+        kv = kv_cache_bytes(
+            self.spec, context=context, batch=batch, settings=q.kv, max_length=q.max_length
+        ).total_bytes
+        ws = inference_workspace(
+            self.spec,
+            context=context,
+            batch=batch,
+            prefill_chunk=q.prefill_chunk,
+            attention=q.attention,
+        ).total
+        return share.weights(self.weights) + share.kv_cache(kv, self.spec.num_kv_heads) + ws
+
+    def total(self, runtime: Runtime, context: int, batch: int, degree: int = 1) -> int:
+        demand = self.parts(context, batch, degree)
+        return demand + sum(line.bytes for line in reserve_lines(runtime, demand, self.q.reserves))
+
+
+def _largest(fits: Callable[[int], bool], limit: int) -> int:
+    """The largest n in [1, limit] with fits(n), 0 if none; `fits` true up to a point."""
+    if not fits(1):
+        return 0
+    low, high = 1, limit
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def _card_fit(card: GPU, demand: _Demand, total_bytes: int) -> CardFit:
+    q, visible, rt = demand.q, card.visible_bytes, card.runtime
+    max_context = _largest(lambda t: demand.total(rt, t, q.batch) <= visible, demand.limit)
+    max_sequences = _largest(
+        lambda b: demand.total(rt, q.context, b) <= visible, MAX_CONCURRENT_SEQUENCES
+    )
+    needed: int | None = None
+    per_card: int | None = None
+    if total_bytes <= visible:
+        needed, per_card = 1, total_bytes
+    else:
+        for degree in valid_degrees(demand.spec):
+            each = demand.total(rt, q.context, q.batch, degree)
+            if each <= visible:
+                needed, per_card = degree, each
+                break
+    return CardFit(
+        gpu=card.id,
+        name=card.name,
+        visible_bytes=visible,
+        total_bytes=total_bytes,
+        headroom_bytes=visible - total_bytes,
+        max_context=max_context,
+        max_sequences=max_sequences,
+        cards_needed=needed,
+        per_card_bytes=per_card,
+    )
+
+
 def memory_envelope(
     spec: ModelSpec,
     query: EnvelopeQuery,
@@ -175,16 +272,8 @@ def memory_envelope(
 
     lines, total_bytes = total(runtime)
     by_runtime = {rt: total(rt)[1] for rt in ("cuda", "hip")}
-    cards = tuple(
-        CardFit(
-            gpu=c.id,
-            name=c.name,
-            visible_bytes=c.visible_bytes,
-            total_bytes=by_runtime[c.runtime],
-            headroom_bytes=c.visible_bytes - by_runtime[c.runtime],
-        )
-        for c in GPUS
-    )
+    fast = _Demand(spec, query)
+    cards = tuple(_card_fit(c, fast, by_runtime[c.runtime]) for c in GPUS)
     return EnvelopeResult(
         lines=tuple(lines),
         total_bytes=total_bytes,
@@ -192,5 +281,6 @@ def memory_envelope(
         visible_bytes=visible,
         headroom_bytes=visible - total_bytes,
         cards=cards,
+        context_limit=fast.limit,
         warnings=warnings,
     )
