@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calculators.units import GIB, format_gib
 from calculators.web import CALCULATORS, compute, render_result, to_csv
 from calculators.web.render import (
+    DASHES,
     FONT,
     NARROW,
+    PALETTE,
     WIDE,
+    X_TICKS,
+    Y_TICKS,
+    bar_chart_svg,
     flatten,
     html_table,
     interval_svg,
+    line_chart_svg,
+    nice_step,
     phase_bars_svg,
+    power_of_two_text,
     schedule_svg,
     stacked_bar_svg,
 )
@@ -209,3 +221,296 @@ def test_schedule_draws_every_period_at_any_count(periods: int) -> None:
         assert len(bars) == 2 * periods
         assert all(_number(r, "width") > 0 for r in bars)
         assert len(html) < 200_000
+
+
+# ---- line charts and plain bar charts ---------------------------------------------------
+
+
+def polyline_points(line: ET.Element) -> list[tuple[float, float]]:
+    """The (x, y) vertices of a <polyline>."""
+    return [(float(x), float(y)) for x, y in (p.split(",") for p in line.get("points", "").split())]
+
+
+def plot_area(svg: ET.Element) -> tuple[float, float, float, float]:
+    """The line chart's plot area, (left, top, right, bottom), from its kd-plot rect."""
+    (area,) = [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "kd-plot"]
+    x, y = _number(area, "x"), _number(area, "y")
+    return x, y, x + _number(area, "width"), y + _number(area, "height")
+
+
+def tick_texts(svg: ET.Element, anchor: str) -> list[str]:
+    """The texts drawn with `anchor`: the y axis's ticks are right-aligned ('end'), the x
+    axis's centred under their ticks ('middle')."""
+    return [t.text or "" for t in svg.iter(f"{SVG}text") if t.get("text-anchor") == anchor]
+
+
+def expected_ticks(lo: float, hi: float, count: int) -> list[str]:
+    """The 1-2-5 rule written out on its own: the step is the first of 1, 2, 5, 10, 20,
+    50, ... (and their tenths) at least (hi - lo) / count; ticks run over the multiples of
+    the step from the last at or below lo to the first at or above hi, labelled with as
+    many decimals as the step has."""
+    candidates = sorted(m * 10.0**k for k in range(-6, 10) for m in (1, 2, 5))
+    step = next(c for c in candidates if c >= (hi - lo) / count)
+    decimals = max(0, -math.floor(math.log10(step)))
+    first, last = round(math.floor(lo / step)), round(math.ceil(hi / step))
+    return [f"{i * step:,.{decimals}f}" for i in range(first, last + 1)]
+
+
+SERIES = [
+    ("bf16", [(1.0, 3.0), (2.0, 5.0), (3.0, 4.0)]),
+    ("fp8", [(1.0, 1.0), (1.5, 2.0), (2.0, 2.5), (2.5, 3.5), (3.0, 6.0)]),
+    ("one point", [(2.0, 0.5)]),
+]
+
+
+def test_line_chart_draws_one_line_per_series_with_its_points() -> None:
+    html = line_chart_svg(SERIES, x_label="x", y_label="y", title="t")
+    for svg in layouts(html).values():
+        lines = list(svg.iter(f"{SVG}polyline"))
+        assert [len(polyline_points(line)) for line in lines] == [len(p) for _, p in SERIES]
+        assert [line.get("stroke") for line in lines] == list(PALETTE[: len(SERIES)])
+        # a dash pattern per series (the first solid): told apart without colour
+        assert [line.get("stroke-dasharray", "") for line in lines] == list(DASHES[: len(SERIES)])
+        assert len(list(svg.iter(f"{SVG}circle"))) == sum(len(p) for _, p in SERIES)
+        legend = [t.text for t in svg.iter(f"{SVG}text")]
+        assert all(name in legend for name, _ in SERIES)
+
+
+def test_line_chart_points_are_drawn_in_x_order() -> None:
+    html = line_chart_svg(
+        [("s", [(3.0, 1.0), (1.0, 2.0), (2.0, 3.0)])], x_label="x", y_label="y", title="t"
+    )
+    for svg in layouts(html).values():
+        (line,) = svg.iter(f"{SVG}polyline")
+        xs = [x for x, _ in polyline_points(line)]
+        assert xs == sorted(xs)
+
+
+def test_each_point_carries_its_values_as_a_tooltip() -> None:
+    html = line_chart_svg(
+        SERIES, x_label="context", y_label="y", title="t", y_format=lambda v: f"{v:.3f} GiB"
+    )
+    for svg in layouts(html).values():
+        tips = [c.findtext(f"{SVG}title") for c in svg.iter(f"{SVG}circle")]
+        assert tips == [
+            f"{name}: {y:.3f} GiB at context = {x:g}" for name, points in SERIES for x, y in points
+        ]
+
+
+@pytest.mark.parametrize(
+    ("y_max", "y_min"),
+    [(37.0, 0.0), (0.83, 0.0), (3.0, -12.0), (2500.0, 40.0), (1.0, 1.0)],
+)
+def test_linear_y_ticks_follow_the_1_2_5_rule(y_max: float, y_min: float) -> None:
+    html = line_chart_svg(
+        [("s", [(0.0, y_min), (1.0, y_max)])], x_label="x", y_label="y", title="t"
+    )
+    # the y axis always takes in 0
+    lo, hi = min(0.0, y_min), max(0.0, y_max)
+    for svg in layouts(html).values():
+        assert tick_texts(svg, "end") == expected_ticks(lo, hi, Y_TICKS)
+
+
+@pytest.mark.parametrize(("x_min", "x_max"), [(3.0, 47.0), (0.01, 0.37), (-5.0, 1000.0)])
+def test_linear_x_ticks_follow_the_1_2_5_rule(x_min: float, x_max: float) -> None:
+    html = line_chart_svg(
+        [("s", [(x_min, 1.0), (x_max, 2.0)])], x_label="x", y_label="y", title="t"
+    )
+    for layout, svg in layouts(html).items():
+        count = X_TICKS[{"wide": WIDE, "narrow": NARROW}[layout]]
+        assert tick_texts(svg, "middle") == expected_ticks(x_min, x_max, count)
+
+
+def test_nice_step_is_the_smallest_1_2_5_step_at_least_span_over_count() -> None:
+    # 37 / 5 = 7.4: 5 is under it, 10 the next; 0.83 / 5 = 0.166: 0.2; 1000 / 4 = 250: 500
+    assert nice_step(37, 5) == 10
+    assert nice_step(0.83, 5) == pytest.approx(0.2)
+    assert nice_step(1000, 4) == 500
+    assert nice_step(50, 5) == 10  # exactly a 1-2-5 value: itself
+
+
+def test_log2_axis_is_ticked_at_powers_of_two() -> None:
+    contexts = [2**k for k in range(12, 18)]  # 4096 to 131072
+    html = line_chart_svg(
+        [("s", [(c, c / 1000) for c in contexts])],
+        x_label="context",
+        y_label="y",
+        title="t",
+        x_log2=True,
+    )
+    # 2^k tokens is 2^(k-10) K: 4K for 2^12, 128K for 2^17
+    expected = [f"{2 ** (k - 10)}K" for k in range(12, 18)]
+    assert expected[0] == "4K" and expected[-1] == "128K"
+    for svg in layouts(html).values():
+        assert tick_texts(svg, "middle") == expected
+        # doubling the context moves the same distance along the axis
+        (line,) = svg.iter(f"{SVG}polyline")
+        xs = [x for x, _ in polyline_points(line)]
+        gaps = [b - a for a, b in pairwise(xs)]
+        assert max(gaps) - min(gaps) < 0.02
+
+
+def test_powers_of_two_take_binary_prefixes() -> None:
+    assert power_of_two_text(9) == str(2**9)
+    assert power_of_two_text(10) == "1K"
+    assert power_of_two_text(17) == f"{2**17 // 2**10}K"
+    assert power_of_two_text(20) == "1M"
+    assert power_of_two_text(-1) == "0.5"
+
+
+def test_reference_lines_are_dashed_and_labelled() -> None:
+    html = line_chart_svg(
+        SERIES,
+        x_label="x",
+        y_label="y",
+        title="t",
+        hlines=[("visible on the card", 79.25)],
+        y_format=lambda v: f"{v:.2f} GiB",
+    )
+    for svg in layouts(html).values():
+        marked = [
+            line for line in svg.iter(f"{SVG}line") if line.findtext(f"{SVG}title") is not None
+        ]
+        (mark,) = marked
+        assert mark.findtext(f"{SVG}title") == "visible on the card: 79.25 GiB"
+        assert mark.get("stroke-dasharray")
+        assert "visible on the card: 79.25 GiB" in [t.text for t in svg.iter(f"{SVG}text")]
+        # the axis reaches past the line: 79.25 / 5 = 15.85 a tick, so 20 apart, up to 80
+        assert tick_texts(svg, "end")[-1] == "80"
+
+
+@pytest.mark.parametrize(
+    ("series", "hlines", "log2", "blamed"),
+    [
+        ([], (), False, "series"),
+        ([("empty", [])], (), False, "series"),
+        ([("s", [(1.0, math.nan)])], (), False, "series"),
+        ([("s", [(math.inf, 1.0)])], (), False, "series"),
+        ([("s", [(1.0, 1.0)])], [("card", math.nan)], False, "hlines"),
+        ([("s", [(0.0, 1.0)])], (), True, "series"),
+        ([("s", [(-4.0, 1.0)])], (), True, "series"),
+    ],
+)
+def test_line_chart_refuses_what_it_cannot_draw(
+    series: list, hlines: list, log2: bool, blamed: str
+) -> None:
+    with pytest.raises(ValueError, match=blamed):
+        line_chart_svg(series, x_label="x", y_label="y", title="t", x_log2=log2, hlines=hlines)
+
+
+FINITE = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
+POSITIVE = st.floats(min_value=1e-3, max_value=1e9, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def chart_data(draw: st.DrawFn) -> tuple[list, list, bool]:
+    """1 to 4 series of 1 to 8 points, reference lines, and whether x is on a log2 axis."""
+    log2 = draw(st.booleans())
+    point = st.tuples(POSITIVE if log2 else FINITE, FINITE)
+    # any printable text: control characters have no place in XML (nor in any name here)
+    names = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=40)
+    series = draw(
+        st.lists(st.tuples(names, st.lists(point, min_size=1, max_size=8)), min_size=1, max_size=4)
+    )
+    hlines = draw(st.lists(st.tuples(names, FINITE), max_size=2))
+    return series, hlines, log2
+
+
+@settings(max_examples=150, deadline=None)
+@given(chart_data())
+def test_every_point_lies_inside_the_plot_area(data: tuple[list, list, bool]) -> None:
+    series, hlines, log2 = data
+    html = line_chart_svg(series, x_label="x", y_label="y", title="t", x_log2=log2, hlines=hlines)
+    slack = 0.01  # coordinates are written to two decimals
+    for svg in layouts(html).values():
+        left, top, right, bottom = plot_area(svg)
+        assert right - left > 0 and bottom - top > 0
+        points = [p for line in svg.iter(f"{SVG}polyline") for p in polyline_points(line)]
+        points += [(_number(c, "cx"), _number(c, "cy")) for c in svg.iter(f"{SVG}circle")]
+        assert len(points) == 2 * sum(len(p) for _, p in series)
+        for x, y in points:
+            assert left - slack <= x <= right + slack and top - slack <= y <= bottom + slack
+        _, _, width, _ = (float(v) for v in svg.get("viewBox", "").split())
+        for t in svg.iter(f"{SVG}text"):  # and every label inside the drawing
+            w = text_width(t.text or "")
+            start = (
+                _number(t, "x")
+                - {"start": 0, "middle": w / 2, "end": w}[t.get("text-anchor", "start")]
+            )
+            assert -slack <= start and start + w <= width + slack, t.text
+
+
+def test_bar_chart_draws_one_labelled_bar_per_value() -> None:
+    bars = [("bf16", 16 * GIB), ("int8", 8 * GIB), ("nf4", 5 * GIB)]
+    html = bar_chart_svg(bars, title="weights by format", unit_label="weights, GiB")
+    for svg in layouts(html).values():
+        rects = [r for r in svg.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+        assert [r.findtext(f"{SVG}title") for r in rects] == [
+            f"{name}: {format_gib(b)}" for name, b in bars
+        ]
+        widths = [_number(r, "width") for r in rects]
+        # widths are written to two decimals, each off by up to 0.005
+        assert widths[0] == pytest.approx(16 / 8 * widths[1], abs=0.02)
+        assert widths[0] == pytest.approx(16 / 5 * widths[2], abs=0.02)
+        assert not list(svg.iter(f"{SVG}line"))  # no capacity is marked
+        assert "weights, GiB" in [t.text for t in svg.iter(f"{SVG}text")]
+        assert svg.findtext(f"{SVG}title") == "weights by format"
+
+
+def test_bar_chart_formats_values_its_own_way() -> None:
+    html = bar_chart_svg(
+        [("a", 0.25), ("b", 0.5)], title="t", value_format=lambda v: f"{v:.0%}", unit_label="share"
+    )
+    for svg in layouts(html).values():
+        texts = [t.text for t in svg.iter(f"{SVG}text")]
+        assert "25%" in texts and "50%" in texts
+
+
+@pytest.mark.parametrize("bars", [[], [("a", -1)], [("a", math.nan)], [("a", math.inf)]])
+def test_bar_chart_refuses_what_it_cannot_draw(bars: list) -> None:
+    with pytest.raises(ValueError, match="bars"):
+        bar_chart_svg(bars, title="t", unit_label="u")
+
+
+# The new charts, with labels and numbers longer than any page gives them, held to the
+# same checks as CHARTS above (nothing outside the drawing, both layouts alike).
+NEW_CHARTS = {
+    "line chart": line_chart_svg(
+        [(LONG, [(1.0, 2e12), (2.0, 3e12)]), ("b", [(1.5, -4.0)])],
+        x_label=LONG,
+        y_label=LONG,
+        title=LONG,
+        hlines=[(LONG, 5e11)],
+    ),
+    "line chart, log2": line_chart_svg(
+        [(f"s{i}", [(2**k, k * i) for k in range(10, 18)]) for i in range(9)],
+        x_label="context (tokens)",
+        y_label="memory (GiB)",
+        title="t",
+        x_log2=True,
+        hlines=[("visible on h100-sxm", 79.2)],
+    ),
+    "bar chart": bar_chart_svg([(LONG, 2**60), ("b", GIB)], title=LONG, unit_label="unit " + LONG),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CHARTS))
+def test_new_charts_pass_the_checks_every_chart_does(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CHARTS, name, NEW_CHARTS[name])
+    test_nothing_is_drawn_outside_the_chart(name)
+    test_both_layouts_carry_the_same_title_and_data(name)
+
+
+def test_many_series_keep_distinct_colour_and_dash_pairs() -> None:
+    count = len(PALETTE) * len(DASHES)  # coprime lengths: every pair once
+    html = line_chart_svg(
+        [(f"s{i}", [(1.0, float(i))]) for i in range(count)], x_label="x", y_label="y", title="t"
+    )
+    for svg in layouts(html).values():
+        styles = {
+            (line.get("stroke"), line.get("stroke-dasharray", ""))
+            for line in svg.iter(f"{SVG}polyline")
+        }
+        assert len(styles) == count

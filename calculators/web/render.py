@@ -366,24 +366,74 @@ def notes_html(r: dict[str, Any]) -> str:
 
 def phase_bars_svg(phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
     """One bar per phase in GiB, with the card's usable memory marked across them."""
-    return _both(lambda width: _phase_bars(width, phases, capacity, label))
+    values = [format_gib(b) for _, b in phases]
+    return _both(
+        lambda width: _bars(
+            width,
+            phases,
+            values,
+            "memory by phase against the card, GiB",
+            capacity=capacity,
+            capacity_label=label,
+        )
+    )
 
 
-def _phase_bars(width: int, phases: Sequence[tuple[str, int]], capacity: int, label: str) -> str:
+def bar_chart_svg(
+    bars: Sequence[tuple[str, float]],
+    *,
+    title: str,
+    value_format: Callable[[Any], str] = format_gib,
+    unit_label: str,
+) -> str:
+    """One horizontal bar per (label, value), each labelled with `value_format(value)`;
+    `unit_label` under the bars says what the lengths measure (e.g. 'GiB (2^30 bytes)').
+
+    No capacity is marked: for that, `phase_bars_svg`. ValueError on no bars, or a value
+    that is negative or not a finite number.
+    """
+    if not bars:
+        raise ValueError("bars: no bars to draw")
+    for name, value in bars:
+        if not (_is_number(value) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"bars: {name!r} has {value!r}, not a finite number >= 0")
+    values = [value_format(v) for _, v in bars]
+    return _both(lambda width: _bars(width, bars, values, title, unit_label=unit_label))
+
+
+def _is_number(value: object) -> bool:
+    """An int or a float; bool is not a number here."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _bars(
+    width: int,
+    bars: Sequence[tuple[str, float]],
+    values: Sequence[str],
+    title: str,
+    *,
+    capacity: int | None = None,
+    capacity_label: str = "",
+    unit_label: str = "",
+) -> str:
+    """Labelled horizontal bars, each with its value text after it; `capacity`, if given,
+    is marked across them (bars past it in the warning colour), else `unit_label` is
+    written under them."""
     wide = width == WIDE
     # wide: names in a column left of the bars, as wide as the longest needs up to half the
     # drawing; narrow: each name on a line above its bar
-    names = max((_width(name) for name, _ in phases), default=0.0)
+    names = max((_width(name) for name, _ in bars), default=0.0)
     left, top, row = (min(max(names + 16, 120), WIDE / 2), 10, 26) if wide else (10, 10, 40)
-    values = [format_gib(b) for _, b in phases]
     span = width - left - 10 - max((_width(v) for v in values), default=0.0)
-    peak = max([b for _, b in phases] + [capacity, 1])
+    # the longest bar (or the capacity) spans the room; 1 keeps an all-zero chart drawable
+    peak = max([b for _, b in bars] + ([] if capacity is None else [capacity]), default=0)
+    peak = peak if peak > 0 else 1
     body: list[str] = []
     marks: list[tuple[float, float]] = []
-    for i, ((name, b), value) in enumerate(zip(phases, values, strict=True)):
+    for i, ((name, b), value) in enumerate(zip(bars, values, strict=True)):
         y = top + i * row
         w = span * _fraction(b, peak)
-        colour = PALETTE[5] if b > capacity else PALETTE[0]
+        colour = PALETTE[5] if capacity is not None and b > capacity else PALETTE[0]
         if wide:
             name_x, name_y, bar_y, bar_h = left - 6, y + 15, y + 3, row - 8
             shown = _shorten(name, left - 16)
@@ -393,14 +443,18 @@ def _phase_bars(width: int, phases: Sequence[tuple[str, int]], capacity: int, la
         body.append(
             _text(name_x, name_y, shown, anchor="end" if wide else "start", full=name)
             + f'<rect x="{left:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" '
-            f'fill="{colour}"><title>{escape(name)}: {value}</title></rect>'
+            f'fill="{colour}"><title>{escape(name)}: {escape(value)}</title></rect>'
             + _text(left + w + 4, bar_y + bar_h - 3, value)
         )
         if not wide:  # the card's line crosses the bars only, not the names above them
             marks.append((bar_y - 3, bar_y + bar_h + 3))
-    bottom = top + row * len(phases)
+    bottom = top + row * len(bars)
+    if capacity is None:
+        under = _lines(10, bottom + 16, unit_label, width - 20, 2) if unit_label else []
+        body += under
+        return _svg(width, bottom + 8 + LINE * len(under), title, body)
     cx = left + span * _fraction(capacity, peak)
-    whole = f"{label} {format_gib(capacity)}"
+    whole = f"{capacity_label} {format_gib(capacity)}"
     mark_x, mark = _place(cx, whole, 4, width - 4, "middle")
     body += [
         f'<line x1="{cx:.2f}" x2="{cx:.2f}" y1="{y1}" y2="{y2}" stroke="currentColor" '
@@ -408,7 +462,275 @@ def _phase_bars(width: int, phases: Sequence[tuple[str, int]], capacity: int, la
         for y1, y2 in marks or [(top, bottom)]
     ]
     body.append(_text(mark_x, bottom + 16, mark, anchor="middle", full=whole))
-    return _svg(width, bottom + 24, "memory by phase against the card, GiB", body)
+    return _svg(width, bottom + 24, title, body)
+
+
+# ---- line charts ------------------------------------------------------------------------
+
+# Ticks a linear axis aims for: the step is the smallest 1, 2 or 5 x 10^k at least the
+# axis's span over this count (`nice_ticks`).
+Y_TICKS = 5
+X_TICKS = {WIDE: 6, NARROW: 4}
+# One dash pattern per series, in order, so that a line is told from the others without
+# its colour (WCAG 1.4.1); the first is solid. Six patterns against seven colours: the
+# pairs repeat only after 42 series.
+DASHES = ("", "7 4", "2 3", "9 3 2 3", "4 2", "12 4")
+# Binary prefixes for powers of two on a log2 axis, as context lengths are named: 128K
+# is 131,072 tokens.
+_BINARY_PREFIXES = ("", "K", "M", "G", "T")
+# A span narrower than this is drawn as no span: its step, a fifth of it, would underflow.
+_TINY_SPAN = 1e-300
+# The largest magnitude drawn: an axis stretched to the next tick past 1.7e308 overflows.
+_LARGEST = 1e300
+
+
+def _plain(value: float) -> str:
+    """A number as a reader writes it: grouped digits when whole, else six significant digits."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.6g}"
+
+
+def nice_step(span: float, count: int) -> float:
+    """The smallest step of the form 1, 2 or 5 x 10^k that is at least `span` / `count`."""
+    raw = span / count
+    power = 10.0 ** math.floor(math.log10(raw))
+    # 10 as well: log10 of a value just under a power of ten may round up to it
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def nice_ticks(lo: float, hi: float, count: int) -> list[float]:
+    """Ticks every `nice_step(hi - lo, count)` from the last multiple of the step at or
+    below `lo` to the first at or above `hi`: the axis runs from the first to the last."""
+    step = nice_step(hi - lo, count)
+    # a hair of slack, so that lo = 0.3 with step 0.1 (0.3 / 0.1 = 2.9999999999999996)
+    # starts at 0.3, not at 0.2
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
+    return [i * step for i in range(first, last + 1)]
+
+
+def _tick_text(value: float, step: float) -> str:
+    """A linear tick's label with as many decimals as the step has; six significant
+    digits where those would run long (a tiny step, a huge value)."""
+    decimals = max(0, -math.floor(math.log10(step)))
+    if decimals > 6 or abs(value) >= 1e12:
+        return f"{value:.6g}"
+    return f"{value:,.{decimals}f}"
+
+
+def power_of_two_text(exponent: int) -> str:
+    """2^exponent with a binary prefix: 4K for 4096, 128K for 131072, 1M for 1048576;
+    2^50 and up, past the prefixes, as 2^50."""
+    if exponent < 0:
+        return f"{2.0**exponent:g}"
+    if exponent >= 10 * len(_BINARY_PREFIXES):
+        return f"2^{exponent}"
+    prefix = min(exponent // 10, len(_BINARY_PREFIXES) - 1)
+    return f"{2 ** (exponent - 10 * prefix):,}{_BINARY_PREFIXES[prefix]}"
+
+
+def _log2_ticks(lo: float, hi: float) -> list[int]:
+    """Exponents of the powers of two from the one at or below `lo` to the one at or
+    above `hi` (two at least, so that one value still has an axis around it)."""
+    first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    return list(range(first, max(last, first + 1) + 1))
+
+
+def _check_points(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    hlines: Sequence[tuple[str, float]],
+    x_log2: bool,
+) -> None:
+    """ValueError unless every series has points, every value is a finite number of
+    magnitude at most 1e300, and every x is positive on a log axis."""
+
+    def drawable(value: object) -> bool:
+        return _is_number(value) and abs(value) <= _LARGEST  # type: ignore[arg-type]
+
+    if not series:
+        raise ValueError("series: no series to draw")
+    for name, points in series:
+        if not points:
+            raise ValueError(f"series: {name!r} has no points")
+        for x, y in points:
+            if not (drawable(x) and drawable(y)):
+                raise ValueError(
+                    f"series: {name!r} has the point {(x, y)!r}: values must be finite "
+                    f"numbers of magnitude at most {_LARGEST:g}"
+                )
+            if x_log2 and x <= 0:
+                raise ValueError(f"series: {name!r} has x = {x!r}, not positive on a log2 axis")
+    for label, y in hlines:
+        if not drawable(y):
+            raise ValueError(
+                f"hlines: {label!r} is at {y!r}, not a finite number of magnitude at most "
+                f"{_LARGEST:g}"
+            )
+
+
+def line_chart_svg(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_log2: bool = False,
+    hlines: Sequence[tuple[str, float]] = (),
+    y_format: Callable[[float], str] = _plain,
+) -> str:
+    """One line per (name, [(x, y), ...]) series, drawn in x order, with axes, a legend
+    (colour and dash pattern per series) and dashed horizontal reference lines
+    (label, y), e.g. a card's visible memory.
+
+    The y axis always includes 0 and every reference line; ticks on a linear axis follow
+    `nice_ticks` (1, 2 or 5 x 10^k apart). With `x_log2`, x is spaced by its logarithm and
+    ticked at powers of two labelled 1K, 2K, ... (`power_of_two_text`). Each point's
+    tooltip gives its series, x and `y_format(y)`. ValueError on no series, a series
+    without points, a value that is not a finite number (of magnitude at most 1e300),
+    or x <= 0 on a log2 axis.
+    """
+    _check_points(series, hlines, x_log2)
+    ordered = [(name, sorted(points)) for name, points in series]
+    return _both(
+        lambda width: _line_chart(width, ordered, x_label, y_label, title, x_log2, hlines, y_format)
+    )
+
+
+def _x_axis(
+    xs: Sequence[float], x_log2: bool, width: int
+) -> tuple[Callable[[float], float], list[tuple[float, str]]]:
+    """The x axis: the fraction of the plot's width at which a value sits, and the ticks
+    as (fraction, label)."""
+    lo, hi = min(xs), max(xs)
+    if x_log2:
+        exponents = _log2_ticks(lo, hi)
+        first, last = exponents[0], exponents[-1]
+
+        def at(x: float) -> float:
+            return _fraction(math.log2(x) - first, last - first)
+
+        return at, [((e - first) / (last - first), power_of_two_text(e)) for e in exponents]
+    if not hi - lo > _TINY_SPAN:  # one x, in effect: an axis around it
+        pad = abs(lo) / 2 or 1.0
+        lo, hi = lo - pad, hi + pad
+    ticks = nice_ticks(lo, hi, X_TICKS[width])
+    step = ticks[1] - ticks[0]
+    start, stop = ticks[0], ticks[-1]
+
+    def linear(x: float) -> float:
+        return _fraction(x - start, stop - start)
+
+    return linear, [(linear(t), _tick_text(t, step)) for t in ticks]
+
+
+def _line_chart(
+    width: int,
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_log2: bool,
+    hlines: Sequence[tuple[str, float]],
+    y_format: Callable[[float], str],
+) -> str:
+    wide = width == WIDE
+    x_at, x_ticks = _x_axis([x for _, points in series for x, _ in points], x_log2, width)
+    ys = [y for _, points in series for _, y in points] + [y for _, y in hlines]
+    lo, hi = min(0.0, *ys), max(0.0, *ys)
+    y_ticks = nice_ticks(lo, hi if hi - lo > _TINY_SPAN else lo + 1, Y_TICKS)
+    y_step, y_lo, y_hi = y_ticks[1] - y_ticks[0], y_ticks[0], y_ticks[-1]
+    y_texts = [_tick_text(t, y_step) for t in y_ticks]
+    # margins: the y labels on the left, half an x label past each end of the plot; none
+    # more than 30% of the drawing, so that the plot keeps at least 40% of it
+    cap = 0.3 * width
+    left = min(max(max(_width(t) for t in y_texts) + 12, _width(x_ticks[0][1]) / 2 + 4), cap)
+    right = min(max(12.0, _width(x_ticks[-1][1]) / 2 + 4), cap)
+    plot_w = width - left - right
+    body = _lines(10, 10 + FONT, y_label, width - 20, 2)
+    top = 10 + FONT + LINE * (len(body) - 1) + 14
+    plot_h = 200 if wide else 180
+    base = top + plot_h
+
+    def px(x: float) -> float:
+        return left + plot_w * x_at(x)
+
+    def py(y: float) -> float:
+        return base - plot_h * _fraction(y - y_lo, y_hi - y_lo)
+
+    # the plot area: the points stay inside it, the tests hold them to it
+    body.append(
+        f'<rect class="kd-plot" x="{left:.2f}" y="{top}" width="{plot_w:.2f}" '
+        f'height="{plot_h}" fill="none"/>'
+    )
+    for tick, text in zip(y_ticks, y_texts, strict=True):
+        y = py(tick)
+        body.append(
+            f'<line x1="{left:.2f}" x2="{left + plot_w:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
+            f'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
+        lx, shown = _place(left - 6, text, 4, left - 6, "end")
+        body.append(_text(lx, y + 4, shown, anchor="end", full=text))
+    # x labels: every tick's when they fit side by side, else every second, third, ...
+    spacing = plot_w / max(len(x_ticks) - 1, 1)
+    widest = max(_width(text) for _, text in x_ticks) + 8
+    stride = max(1, math.ceil(widest / spacing))
+    for i, (at, text) in enumerate(x_ticks):
+        x = left + plot_w * at
+        body.append(
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{base}" y2="{base + 4}" stroke="currentColor"/>'
+        )
+        if i % stride == 0:
+            lx, shown = _place(x, text, 4, width - 4, "middle")
+            body.append(_text(lx, base + 18, shown, anchor="middle", full=text))
+    body.append(
+        f'<path d="M{left:.2f} {top}V{base}H{left + plot_w:.2f}" fill="none" '
+        f'stroke="currentColor"/>'
+    )
+    for label, value in hlines:
+        y = py(value)
+        whole = f"{label}: {y_format(value)}"
+        body.append(
+            f'<line x1="{left:.2f}" x2="{left + plot_w:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
+            f'stroke="currentColor" stroke-width="1.5" stroke-dasharray="4 3">'
+            f"<title>{escape(whole)}</title></line>"
+        )
+        # at the left end, which lines that grow with x (memory with context) leave clear;
+        # above its line, or under it where the line runs along the top of the plot
+        ly = y - 4 if y - 4 - FONT >= top else y + FONT + 2
+        shown = _shorten(whole, plot_w - 8)
+        body.append(_text(left + 4, ly, shown, full=whole))
+    for i, (name, points) in enumerate(series):
+        colour, dash = PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)]
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        coords = " ".join(f"{px(x):.2f},{py(y):.2f}" for x, y in points)
+        body.append(
+            f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"{dashes}/>'
+        )
+        for x, y in points:
+            tip = f"{name}: {y_format(y)} at {x_label} = {_plain(x)}"
+            body.append(
+                f'<circle cx="{px(x):.2f}" cy="{py(y):.2f}" r="3" fill="{colour}">'
+                f"<title>{escape(tip)}</title></circle>"
+            )
+    under = _lines(10, base + 38, x_label, width - 20, 2)
+    body += under
+    # the legend: a stretch of each line, in its colour and dashes, then its name
+    columns = 3 if wide else 2
+    column = (width - 20) / columns
+    y0 = base + 38 + LINE * (len(under) - 1) + 24
+    for i, (name, _) in enumerate(series):
+        lx = 10 + (i % columns) * column
+        ly = y0 + 18 * (i // columns)
+        dash = DASHES[i % len(DASHES)]
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        body.append(
+            f'<line x1="{lx:.2f}" x2="{lx + 24:.2f}" y1="{ly - 4}" y2="{ly - 4}" '
+            f'stroke="{PALETTE[i % len(PALETTE)]}" stroke-width="2"{dashes}/>'
+            + _text(lx + 30, ly, _shorten(name, column - 36), full=name)
+        )
+    rows = (len(series) + columns - 1) // columns
+    return _svg(width, y0 + 18 * (rows - 1) + 8, title, body)
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
