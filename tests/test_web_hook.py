@@ -6,13 +6,21 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
+import xml.etree.ElementTree as ET
 import zipfile
+from html import escape
 from pathlib import Path
 from types import SimpleNamespace
 
+import markdown
 import pytest
 from mkdocs.exceptions import PluginError
 
+from calculators.figures import figure_caption
+from calculators.memory.weights import weight_bytes
+from calculators.model.presets import load_preset
+from calculators.model.spec import ModelSpec
 from calculators.units import format_gib
 from calculators.web import compute
 
@@ -164,3 +172,138 @@ def test_the_shipped_zip_carries_bytecode_for_the_browsers_python() -> None:
             assert pyc in names, pyc
             header = z.read(pyc)[:16]
             assert int.from_bytes(header[4:8], "little") == 0b01, pyc
+
+
+def test_figure_directive_becomes_a_captioned_svg() -> None:
+    md, _ = render(
+        "Before.\n"
+        '[[figure weights-by-format model=llama-3.1-8b formats=bf16,nf4 caption="x y"]]\n'
+        "After.\n"
+    )
+    figure = re.search(r'<figure class="kd-figure">(.*?)</figure>', md, re.S)
+    assert figure is not None
+    svgs = re.findall(r"<svg\b.*?</svg>", figure.group(1), re.S)
+    assert len(svgs) == 2  # the wide and the narrow drawing
+    for svg in svgs:
+        ET.fromstring(svg)
+    assert figure.group(1).endswith("<figcaption>x y</figcaption>")
+    spec = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"), name="llama-3.1-8b")
+    assert f"bf16: {format_gib(weight_bytes(spec, 'bf16').main_bytes)}" in figure.group(1)
+    # a block of its own: Markdown keeps it whole, not inside a paragraph
+    html = markdown.markdown(md, extensions=["md_in_html", "attr_list"])
+    assert html.count("<svg") == 2 and "<p><figure" not in html
+    assert "<p>Before.</p>" in html and "<p>After.</p>" in html
+
+
+def test_figure_caption_defaults_to_the_figures_description() -> None:
+    md, _ = render("[[figure kv-vs-context model=qwen3-8b batch=1 kv_formats=bf16]]")
+    caption = escape(figure_caption("kv-vs-context"))
+    assert f"<figcaption>{caption}</figcaption></figure>" in md
+
+
+@pytest.mark.parametrize(
+    ("markdown_text", "complaint"),
+    [
+        ("[[figure no-such-figure model=llama-3.1-8b]]", "figure"),
+        ("[[figure weights-by-format model=llama-3.1-8b formats=bogus]]", "formats"),
+        ("[[figure weights-by-format model=llama-3.1-8b]]", "formats"),
+        ("[[figure weights-by-format model=llama-3.1-8b formats=bf16 stray]]", "key=value"),
+        ('[[figure weights-by-format model=llama-3.1-8b formats=bf16 caption="open]]', "quot"),
+        ("[[figure]]", "name a figure"),
+    ],
+)
+def test_a_bad_figure_fails_the_build_naming_the_page(markdown_text: str, complaint: str) -> None:
+    with pytest.raises(PluginError, match=complaint) as caught:
+        render(markdown_text)
+    assert str(caught.value).startswith("guide.md: [[figure")
+
+
+ENVELOPE = """```calculator envelope
+id: env
+show: no
+model: llama-3.1-8b
+context: 8192
+batch: 4
+gpu: l40s
+```
+"""
+
+
+def test_a_list_element_is_found_by_its_id_or_its_card() -> None:
+    r = compute(
+        "envelope", {"model": "llama-3.1-8b", "context": "8192", "batch": "4", "gpu": "l40s"}
+    )
+    kv = next(line for line in r["lines"] if line["id"] == "kv_cache")
+    h200 = next(card for card in r["cards"] if card["gpu"] == "h200")
+    md, _ = render(ENVELOPE + "[[env:lines.kv_cache.bytes|int]] [[env:cards.h200.max_context|int]]")
+    assert md.endswith(f"{kv['bytes']:,} {h200['max_context']:,}")
+
+
+def test_a_missing_list_element_fails_the_build() -> None:
+    with pytest.raises(PluginError, match=re.escape("no 'cards.h900.fits' in the result")):
+        render(ENVELOPE + "[[env:cards.h900.fits|fits]]")
+
+
+def test_a_verdict_reads_as_words() -> None:
+    r = compute(
+        "envelope", {"model": "llama-3.1-8b", "context": "8192", "batch": "4", "gpu": "l40s"}
+    )
+    fits = {c["gpu"]: c["fits"] for c in r["cards"]}
+    md, _ = render(ENVELOPE + "[[env:cards.h200.fits|fits]], [[env:cards.l4.fits|fits]]")
+    words = {True: "fits", False: "does not fit"}
+    assert md.endswith(f"{words[fits['h200']]}, {words[fits['l4']]}")
+    with pytest.raises(PluginError, match="format fits wants true or false, got 4"):
+        render(ENVELOPE + "[[env:batch|fits]]")
+
+
+def test_gpu_format_and_nested_spec_references() -> None:
+    from calculators.memory.formats import FORMATS
+    from calculators.memory.gpus import get_gpu
+
+    md, _ = render(
+        "[[gpu:h200:memory_vendor]]; [[gpu:h200:visible_bytes|gib]]; [[format:nf4:bits]]; "
+        "[[format:gguf-q4_k_m:bits|f2]]; [[spec:qwen3-30b-a3b:moe.experts_per_token|int]]"
+    )
+    h200 = get_gpu("h200")
+    # Qwen3-30B-A3B config.json: num_experts_per_tok 8
+    assert md == (
+        f"{h200.memory_vendor}; {format_gib(h200.visible_bytes)}; "
+        f"{float(FORMATS['nf4'].bits):g}; {float(FORMATS['gguf-q4_k_m'].bits):.2f}; 8"
+    )
+    with pytest.raises(PluginError, match="unknown weights format 'nf5'"):
+        render("[[format:nf5:bits]]")
+
+
+def _report(name: str, ratio: float) -> dict[str, object]:
+    return {
+        "probe": {"name": "train-step", "version": "1"},
+        "status": "ok",
+        "ratio": {"peak": ratio},
+        "environment": {"device": "cpu", "device_name": "CPU"},
+        "details": {"backend": "cpu-live-tensors"},
+    }
+
+
+def test_margins_come_from_the_reports(tmp_path: Path) -> None:
+    reports = tmp_path / "data" / "validation"
+    reports.mkdir(parents=True)
+    for name, ratio in (("a.json", 1.02), ("b.json", 0.97)):
+        (reports / name).write_text(json.dumps(_report(name, ratio)), encoding="utf-8")
+    md, _ = render("[[margins]]", docs_dir=tmp_path)
+    # the larger ratio, 1.02, leaves a margin of 2.0% above the estimate
+    assert "| train-step | peak | CPU | 2 | 0.9700 | 0.9950 | 1.020 | 2.0% |" in md
+    with pytest.raises(PluginError, match="no reports for train-step peak on cuda"):
+        render("[[margin:train-step:peak:cuda:max|g4]]")
+
+
+def test_a_margin_figure_reads_the_committed_reports() -> None:
+    from probes.margins import margin_summary, phase_ratios
+
+    rows = margin_summary(phase_ratios(ROOT / "docs" / "data" / "validation"))
+    peak = next(
+        m for m in rows if (m.probe, m.quantity, m.device_kind) == ("train-step", "peak", "cpu")
+    )
+    md, _ = render(
+        "[[margin:train-step:peak:cpu:max|g4]] [[margin:train-step:peak:cpu:margin|pct1]]"
+    )
+    assert md == f"{peak.max:.4g} {peak.margin:.1%}"

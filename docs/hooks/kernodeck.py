@@ -12,12 +12,19 @@ In a page's Markdown:
 
 embeds the kv-cache form with those inputs preset and its result prerendered (`show: no`
 computes the example without a form). `[[ex:total_bytes|gib]]` anywhere on the page is the
-figure at that path of example `ex`'s result (dotted, lists indexed), formatted; and
-`[[spec:qwen3-8b:head_dim|int]]`, `[[preset:qwen3-8b:hf_repo]]` read the model and its
-source, `[[kvformat:fp8:bits_per_value]]` a KV format. Formats: gib, gb, int, count,
-f1, f2, g4, pct, raw. Directives on a line of their own: `[[fields NAME]]` (the inputs explained),
-`[[command NAME key=value ...]]`, `[[table calculators|presets|gpus|formats]]`,
-`[[validation-reports]]`.
+figure at that path of example `ex`'s result (dotted; a list is indexed by position or by
+its elements' `id` or `gpu`: `lines.kv_cache.bytes`, `cards.h200.max_context`),
+formatted; and `[[spec:qwen3-8b:moe.experts_per_token|int]]`,
+`[[preset:qwen3-8b:hf_repo]]` read the model and its source,
+`[[kvformat:fp8:bits_per_value]]` a KV format, `[[format:nf4:bits]]` a weights format,
+`[[gpu:h200:memory_vendor]]` the GPU catalog, `[[margin:train-step:peak:cpu:max|g4]]`
+the margins of the committed probe reports. Formats: gib, gb, int, count, f1, f2, g4,
+pct, pct1, raw, fits (a boolean as "fits" / "does not fit"). Directives on a line of their
+own: `[[fields NAME]]` (the inputs explained), `[[command NAME key=value ...]]`,
+`[[table calculators|presets|gpus|formats]]`, `[[margins]]` (the margins table),
+`[[validation-reports]]`, and `[[figure NAME key=value ... caption="..."]]`: a chart of
+`calculators.figures` drawn as SVG into the page (no JavaScript needed), captioned by
+`caption` or else by the figure's own first docstring line.
 No figure is typed by hand: a reference that cannot be resolved fails the build.
 """
 
@@ -28,9 +35,11 @@ import html as html_module
 import json
 import mimetypes
 import re
+import shlex
 import shutil
 import subprocess
 import zipfile
+from fractions import Fraction
 from html import escape
 from io import BytesIO
 from pathlib import Path
@@ -39,8 +48,9 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
+from calculators.figures import FIGURES, figure_caption, figure_svg
 from calculators.memory.formats import FORMATS
-from calculators.memory.gpus import GPUS
+from calculators.memory.gpus import GPUS, get_gpu
 from calculators.memory.kv_formats import KV_FORMATS
 from calculators.model.presets import get_preset, load_preset, preset_ids
 from calculators.model.spec import ModelSpec
@@ -48,8 +58,10 @@ from calculators.units import format_count, format_gib
 from calculators.web import CALCULATORS, compute, form_html
 from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
+from probes.margins import Margin, margin_markdown, margin_summary, phase_ratios
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 NODE = ROOT / "node_modules"
 PYODIDE_FILES = (
     "pyodide.mjs",
@@ -62,7 +74,9 @@ KATEX_FILES = ("katex.min.css",)
 
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
-_DIRECTIVE = re.compile(r"^\[\[(fields|command|table|validation-reports)\b([^\]]*)\]\]$", re.M)
+_DIRECTIVE = re.compile(
+    r"^\[\[(fields|command|table|figure|margins|validation-reports)\b([^\]]*)\]\]$", re.M
+)
 
 _forms: dict[str, list[str]] = {}
 
@@ -82,7 +96,15 @@ _FORMATS: dict[str, Any] = {
     "f2": lambda v: f"{v:,.2f}",
     "g4": lambda v: f"{v:.4g}",
     "pct": lambda v: f"{v:.0%}",
+    "pct1": lambda v: f"{v:.1%}",
+    "fits": lambda v: _verdict(v),
 }
+
+
+def _verdict(value: Any) -> str:
+    if not isinstance(value, bool):
+        raise ValueError(f"format fits wants true or false, got {value!r}")
+    return "fits" if value else "does not fit"
 
 
 def _fmt(value: Any, fmt: str | None, where: str) -> str:
@@ -91,10 +113,21 @@ def _fmt(value: Any, fmt: str | None, where: str) -> str:
     return _FORMATS[fmt or "raw"](value)
 
 
+def _item(items: list[Any], key: str) -> Any:
+    """A list's element by index, or the object whose `id` or `gpu` is `key`: a page
+    names `cards.h200`, not the H200's place in the catalog, which may change."""
+    if key.isdigit():
+        return items[int(key)]
+    for item in items:
+        if isinstance(item, dict) and key in (item.get("id"), item.get("gpu")):
+            return item
+    raise KeyError(key)
+
+
 def _path(value: Any, path: str, where: str) -> Any:
     for key in path.split("."):
         try:
-            value = value[int(key)] if isinstance(value, list) else value[key]
+            value = _item(value, key) if isinstance(value, list) else value[key]
         except (KeyError, IndexError, ValueError, TypeError):
             raise PluginError(f"{where}: no {path!r} in the result") from None
     return value
@@ -117,6 +150,25 @@ def _pairs(text: str) -> dict[str, str]:
 
 def _spec(model: str) -> ModelSpec:
     return ModelSpec.from_hf_config(load_preset(model), name=model)
+
+
+def _figure(arg: str) -> str:
+    """`NAME key=value ... caption="..."` as a captioned figure: HTML on a line of its own,
+    blank lines around it, so that Markdown keeps it as one raw block."""
+    words = shlex.split(arg)  # a quoted caption keeps its spaces
+    if not words:
+        raise ValueError(f"name a figure: one of {', '.join(FIGURES)}")
+    name, pairs = words[0], words[1:]
+    arguments: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"expected key=value, got {pair!r}")
+        arguments[key] = value
+    caption = arguments.pop("caption", None)
+    svg = figure_svg(name, arguments)
+    text = figure_caption(name) if caption is None else caption
+    return f'\n<figure class="kd-figure">{svg}<figcaption>{escape(text)}</figcaption></figure>\n'
 
 
 def _fields_table(name: str) -> str:
@@ -255,6 +307,11 @@ def _summary(reports: list[tuple[str, dict[str, Any]]]) -> str:
             f"{_cell(device)} | {_ratios(r)} | {_cell(r.get('finished_at', ''))} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def _margins(docs_dir: Path) -> list[Margin]:
+    """The margins the committed probe reports support (`probes.margins`)."""
+    return margin_summary(phase_ratios(docs_dir / "data" / "validation"))
 
 
 def _validation_reports(docs_dir: Path) -> str:
@@ -419,6 +476,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 return f"```sh\n{command_line(argv_for(calc, clean(calc, _pairs(rest))))}\n```"
             if kind == "table":
                 return _reference_table(arg)
+            if kind == "figure":
+                return _figure(arg)
+            if kind == "margins":
+                return margin_markdown(_margins(Path(config["docs_dir"])))
         except ValueError as e:
             raise PluginError(f"{where}: [[{kind} {arg}]]: {e}") from None
         return _validation_reports(Path(config["docs_dir"]))
@@ -468,10 +529,27 @@ def _resolve(
         spec = _spec(model)
         if attr == "hidden_over_heads":
             return _fmt(spec.hidden_size // spec.num_heads, fmt, label)
-        value = getattr(spec, attr, None)
+        value: Any = spec
+        for part in attr.split("."):  # moe.experts_per_token
+            value = getattr(value, part, None)
         if value is None:
             raise PluginError(f"{label}: the spec has no {attr!r}")
         return _fmt(value, fmt, label)
+    if source == "margin":  # [[margin:train-step:peak:cpu:max|g4]]
+        probe, quantity, device, attr = path.split(":")
+        for m in _margins(DOCS):
+            if (m.probe, m.quantity, m.device_kind) == (probe, quantity, device):
+                return _fmt(getattr(m, attr), fmt, label)
+        raise PluginError(f"{label}: no reports for {probe} {quantity} on {device}")
+    if source == "gpu":  # [[gpu:h200:memory_vendor]]: the catalog's figures
+        gid, _, attr = path.partition(":")
+        return _fmt(getattr(get_gpu(gid), attr), fmt, label)
+    if source == "format":  # [[format:nf4:bits]]: a weights format's nominal bits
+        fid, _, attr = path.partition(":")
+        if fid not in FORMATS:
+            raise PluginError(f"{label}: unknown weights format {fid!r}")
+        value = getattr(FORMATS[fid], attr)
+        return _fmt(float(value) if isinstance(value, Fraction) else value, fmt, label)
     if source == "kvformat":
         fid, _, attr = path.partition(":")
         if fid not in KV_FORMATS:
