@@ -52,6 +52,60 @@ def training_json(fit: TrainingFit) -> dict[str, Any]:
     }
 
 
+# The step's inputs other calculators share (gap's training workload).
+MICRO_BATCH = Input(
+    name="micro_batch",
+    label="Micro-batch",
+    kind="int",
+    default=1,
+    unit="sequences",
+    minimum=1,
+    maximum=MAX_MICRO_BATCH,
+    help="Sequences per GPU per forward/backward pass.",
+)
+SEQ_LEN = Input(
+    name="seq_len",
+    label="Sequence length",
+    kind="int",
+    default=2048,
+    unit="tokens",
+    minimum=1,
+    maximum=MAX_SEQUENCE_TOKENS,
+    help="Tokens per sequence.",
+)
+PRECISION = Input(
+    name="precision",
+    label="Precision",
+    kind="choice",
+    default="bf16-mixed",
+    choices=tuple(p.id for p in PRECISIONS),
+    help="Parameter, gradient and optimizer-state precision policy.",
+)
+OPTIMIZER = Input(
+    name="optimizer",
+    label="Optimizer",
+    kind="choice",
+    default="adamw",
+    choices=tuple(o.id for o in OPTIMIZERS),
+    help="Which optimizer's states are held.",
+)
+OPTIMIZER_IMPL = Input(
+    name="optimizer_impl",
+    label="Optimizer implementation",
+    kind="choice",
+    default="foreach",
+    choices=("foreach", "for-loop", "fused"),
+    help="PyTorch's implementation: its temporaries during the step differ.",
+)
+CHECKPOINTING = Input(
+    name="checkpointing",
+    label="Activation checkpointing",
+    kind="choice",
+    default="none",
+    choices=("none", "full", "selective"),
+    help="Recompute activations in backward instead of keeping them.",
+)
+
 FSDP_STAGES = {"full-shard": 3, "shard-grad-op": 2}  # FSDP paper, arXiv:2304.11277, 3.2
 
 
@@ -192,58 +246,12 @@ CALCULATOR = Calculator(
             page=False,
             help="parameter count only: no shapes",
         ),
-        Input(
-            name="micro_batch",
-            label="Micro-batch",
-            kind="int",
-            default=1,
-            unit="sequences",
-            minimum=1,
-            maximum=MAX_MICRO_BATCH,
-            help="Sequences per GPU per forward/backward pass.",
-        ),
-        Input(
-            name="seq_len",
-            label="Sequence length",
-            kind="int",
-            default=2048,
-            unit="tokens",
-            minimum=1,
-            maximum=MAX_SEQUENCE_TOKENS,
-            help="Tokens per sequence.",
-        ),
-        Input(
-            name="precision",
-            label="Precision",
-            kind="choice",
-            default="bf16-mixed",
-            choices=tuple(p.id for p in PRECISIONS),
-            help="Parameter, gradient and optimizer-state precision policy.",
-        ),
-        Input(
-            name="optimizer",
-            label="Optimizer",
-            kind="choice",
-            default="adamw",
-            choices=tuple(o.id for o in OPTIMIZERS),
-            help="Which optimizer's states are held.",
-        ),
-        Input(
-            name="optimizer_impl",
-            label="Optimizer implementation",
-            kind="choice",
-            default="foreach",
-            choices=("foreach", "for-loop", "fused"),
-            help="PyTorch's implementation: its temporaries during the step differ.",
-        ),
-        Input(
-            name="checkpointing",
-            label="Activation checkpointing",
-            kind="choice",
-            default="none",
-            choices=("none", "full", "selective"),
-            help="Recompute activations in backward instead of keeping them.",
-        ),
+        MICRO_BATCH,
+        SEQ_LEN,
+        PRECISION,
+        OPTIMIZER,
+        OPTIMIZER_IMPL,
+        CHECKPOINTING,
         ATTENTION,
         Input(
             name="dropout",
