@@ -83,6 +83,10 @@ def test_envelope_json(capsys):
     assert data["headroom_bytes"] == data["visible_bytes"] - data["total_bytes"]
     assert data["fits"] is True
     assert "l40s" in [c["gpu"] for c in data["cards"] if c["fits"]]
+    assert (data["context"], data["batch"]) == (8192, 1)
+    l40s = next(c for c in data["cards"] if c["gpu"] == "l40s")
+    assert (l40s["cards_needed"], l40s["per_card_bytes"]) == (1, l40s["total_bytes"])
+    assert l40s["max_context"] >= 8192 and l40s["max_sequences"] >= 1
 
 
 def test_tables_label_gib(capsys):
@@ -562,3 +566,14 @@ def test_any_typed_values_give_an_answer_or_one_error_line(command, data):
         lines = err.getvalue().strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), err.getvalue()
         assert len(lines[0]) < 500
+
+
+def test_weights_bits_per_parameter_counts_scales_and_float_tensors(capsys) -> None:
+    # bf16 is 16 bits for every parameter; NF4 stores 4-bit codes plus an fp32 absmax per
+    # 64 weights and keeps the embedding and lm_head in bf16, so more than 4 bits
+    bf16 = run_json(capsys, "weights", "--model", "llama-3.1-8b", "--format", "bf16")
+    assert bf16["bits_per_parameter"] == 16.0
+    nf4 = run_json(capsys, "weights", "--model", "llama-3.1-8b", "--format", "nf4")
+    total = nf4["parameters"]["total"]
+    assert nf4["bits_per_parameter"] == 8 * nf4["weight_bytes"] / total
+    assert 4.5 < nf4["bits_per_parameter"] < 16

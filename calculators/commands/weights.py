@@ -38,6 +38,9 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             "by_line": counts.by_line,
         },
         "weight_bytes": w.main_bytes,
+        # what a format costs per parameter once its scales and the tensors it leaves in
+        # float are counted: 8 x bytes / parameters of the main model
+        "bits_per_parameter": 8 * w.main_bytes / counts.total,
         "mtp_weight_bytes": w.mtp_bytes,
         # the rows under weight_bytes add up to it; the MTP modules are apart
         "bytes_by_category": w.main_by_category,
