@@ -133,6 +133,7 @@ def memory_vs_context(
                             spec,
                             EnvelopeQuery(context=c, batch=n, weights_format=f, kv=kv),
                             gpu=card.id,
+                            select_cards=False,
                         ).total_bytes
                     ),
                 )

@@ -215,3 +215,30 @@ def test_no_split_of_eight_cards_holds_it_is_said_not_guessed():
     r = memory_envelope(DSV3, EnvelopeQuery(context=4096, batch=1), gpu="h100-sxm")
     h100 = next(c for c in r.cards if c.gpu == "h100-sxm")
     assert (h100.cards_needed, h100.per_card_bytes) == (None, None)
+
+
+@given(
+    threshold=st.integers(min_value=0, max_value=5000),
+    limit=st.integers(min_value=1, max_value=5000),
+    known=st.integers(min_value=0, max_value=5000),
+)
+def test_the_search_finds_the_edge_from_any_known_start(threshold, limit, known):
+    from calculators.memory.envelope import _largest
+
+    calls = []
+
+    def fits(n):
+        calls.append(n)
+        return n <= threshold
+
+    known = min(known, threshold, limit)  # a start is only given when it fits
+    assert _largest(fits, limit, known) == min(threshold, limit)
+    assert all(1 <= n <= limit for n in calls)
+
+
+def test_without_card_selection_the_lines_are_the_same():
+    q = EnvelopeQuery(context=8192, batch=4)
+    full = memory_envelope(LLAMA, q, gpu="l40s")
+    lines_only = memory_envelope(LLAMA, q, gpu="l40s", select_cards=False)
+    assert lines_only.lines == full.lines and lines_only.total_bytes == full.total_bytes
+    assert lines_only.cards == () and len(full.cards) == len(GPUS)

@@ -126,7 +126,7 @@ def _estimate(
             attention=args.attention,
             reserves=overrides,
         )
-        env = memory_envelope(spec, query, gpu=args.gpu)
+        env = memory_envelope(spec, query, gpu=args.gpu, select_cards=False)
         reserve_ids = {r.id for r in default_reserves(get_gpu(args.gpu).runtime)}
         estimate = tuple(line for line in env.lines if line.id not in reserve_ids)
         kept = tuple(line for line in env.lines if line.id in reserve_ids)

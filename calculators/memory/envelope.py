@@ -201,22 +201,43 @@ class _Demand:
         return demand + sum(line.bytes for line in reserve_lines(runtime, demand, self.q.reserves))
 
 
-def _largest(fits: Callable[[int], bool], limit: int) -> int:
-    """The largest n in [1, limit] with fits(n), 0 if none; `fits` true up to a point."""
-    if not fits(1):
-        return 0
-    low, high = 1, limit
+def _largest(fits: Callable[[int], bool], limit: int, known: int = 0) -> int:
+    """The largest n in [1, limit] with fits(n), 0 if none; `fits` true up to a point.
+
+    known: an n already known to fit (0: none). From it the search gallops up (n, 2n,
+    4n, ...) until a value fails, then bisects: a card's answer is usually within a
+    factor of a few of the next smaller card's, which is what `known` carries.
+    """
+    if known < 1:
+        if not fits(1):
+            return 0
+        known = 1
+    low, step = known, known
+    while low < limit:
+        probe = min(low + step, limit)
+        if not fits(probe):
+            high = probe - 1
+            break
+        low, step = probe, step * 2
+    else:
+        return low
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits(mid) else (low, mid - 1)
     return low
 
 
-def _card_fit(card: GPU, demand: _Demand, total_bytes: int) -> CardFit:
+def _card_fit(
+    card: GPU, demand: _Demand, total_bytes: int, known: tuple[int, int] = (0, 0)
+) -> CardFit:
+    """`card` against the envelope; `known`: a context and a number of sequences that a
+    card of the same runtime with less visible memory holds (the searches start there)."""
     q, visible, rt = demand.q, card.visible_bytes, card.runtime
-    max_context = _largest(lambda t: demand.total(rt, t, q.batch) <= visible, demand.limit)
+    max_context = _largest(
+        lambda t: demand.total(rt, t, q.batch) <= visible, demand.limit, known[0]
+    )
     max_sequences = _largest(
-        lambda b: demand.total(rt, q.context, b) <= visible, MAX_CONCURRENT_SEQUENCES
+        lambda b: demand.total(rt, q.context, b) <= visible, MAX_CONCURRENT_SEQUENCES, known[1]
     )
     needed: int | None = None
     per_card: int | None = None
@@ -248,11 +269,14 @@ def memory_envelope(
     gpu: str | None = "h100-sxm",
     visible_bytes: int | None = None,
     runtime: Runtime = "cuda",
+    select_cards: bool = True,
 ) -> EnvelopeResult:
     """The inference envelope of `spec` for `query`, against a card.
 
     Either `gpu` (a catalog id; its visible memory and runtime are used) or, with
     gpu=None, `visible_bytes` and `runtime` for a card not in the catalog.
+    select_cards=False leaves `cards` empty: the lines alone are a few hundred times
+    cheaper than the searches over every catalog card.
     """
     if gpu is not None:
         card = get_gpu(gpu)
@@ -273,7 +297,15 @@ def memory_envelope(
     lines, total_bytes = total(runtime)
     by_runtime = {rt: total(rt)[1] for rt in ("cuda", "hip")}
     fast = _Demand(spec, query)
-    cards = tuple(_card_fit(c, fast, by_runtime[c.runtime]) for c in GPUS)
+    # smallest card first within a runtime, so that each search starts from what the
+    # previous card held; the catalog's order is kept in the result
+    fitted: dict[str, CardFit] = {}
+    known: dict[str, tuple[int, int]] = {}
+    for c in sorted(GPUS, key=lambda c: (c.runtime, c.visible_bytes)) if select_cards else ():
+        fit = _card_fit(c, fast, by_runtime[c.runtime], known.get(c.runtime, (0, 0)))
+        fitted[c.id] = fit
+        known[c.runtime] = (fit.max_context, fit.max_sequences)
+    cards = tuple(fitted[c.id] for c in GPUS if c.id in fitted)
     return EnvelopeResult(
         lines=tuple(lines),
         total_bytes=total_bytes,

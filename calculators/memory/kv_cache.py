@@ -168,7 +168,8 @@ def kv_cache_bytes(
         groups.setdefault((layer.attention, layer.window), []).append(layer)
     lines = []
     for (kind, window), layers in groups.items():
-        per_token = sum(layer_bytes_per_token(spec, layer, settings) for layer in layers)
+        # a layer's bytes per token depend only on its kind: one per group, times its layers
+        per_token = len(layers) * layer_bytes_per_token(spec, layers[0], settings)
         held = _tokens_held(layers[0], length, settings)
         lines.append(
             KVLine(
@@ -189,7 +190,7 @@ def kv_cache_bytes(
         allocation=settings.allocation,
         block_size=settings.block_size,
         allocated_length=length,
-        bytes_per_token=kv_bytes_per_token(spec, settings),
+        bytes_per_token=sum(line.bytes_per_token for line in lines),
         per_sequence_bytes=per_sequence,
         scale_bytes=scale_bytes,
         total_bytes=batch * per_sequence + scale_bytes,
