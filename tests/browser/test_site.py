@@ -39,6 +39,16 @@ def test_notebook_page_renders_its_outputs(watched: Watched, base_url: str) -> N
     expect(page.get_by_text("tokens:").first).to_be_visible()
 
 
+def test_memory_notebook_shows_its_measurements(no_js: Watched, base_url: str) -> None:
+    # executed when the site was built: its tables and charts are in the page itself
+    page = no_js.page
+    page.goto(base_url + "memory/estimate-vs-peak-notebook/")
+    for caption in ("phases of step 2", "by category", "the gap, line by line (CPU)"):
+        expect(page.locator("caption", has_text=caption)).to_have_count(1)
+    assert page.locator(".kd-charts").count() == 2
+    expect(page.locator(".kd-chart-wide").first).to_be_visible()
+
+
 def test_validation_page_without_reports(watched: Watched, base_url: str) -> None:
     page = watched.page
     page.goto(base_url + "probes/validation/")
