@@ -750,3 +750,135 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def to_csv(result: dict[str, Any]) -> str:
     """The result as CSV: one row per scalar, `field,value` with dotted paths."""
     return csv_row(["field", "value"]) + "".join(csv_row([p, v]) for p, v in flatten(result))
+
+
+# ---- run grid: a design's runs by factor ------------------------------------------------
+
+# Rows a run grid draws; a longer design is drawn up to here and says so (its table and
+# its CSV hold every run).
+GRID_MAX_ROWS = 256
+
+
+def run_grid_svg(
+    factors: Sequence[tuple[str, Sequence[str]]],
+    coded: Sequence[Sequence[int]],
+    *,
+    letters: Sequence[str] | None = None,
+    run_ids: Sequence[int] | None = None,
+    title: str = "runs of the design by factor",
+) -> str:
+    """A design as a grid: one row per run, one column per factor (headed by its letter,
+    the legend pairing letters and names), each cell shaded by the run's coded level.
+
+    `factors` are (name, levels); `coded` holds one row per run: -1 / +1 for a two-level
+    factor (first / second level), 0 .. L-1 for a factor of L levels. A cell at -1 or 0
+    is drawn as an outline in the text colour (`currentColor`), one at +1 filled with
+    the palette's first colour, a later level of a many-level factor filled with that
+    colour at an opacity rising with the level; each cell's tooltip names its run,
+    factor and level. At most GRID_MAX_ROWS rows are drawn; the title says when the
+    design has more. ValueError on no factors, a row of the wrong length, or a code that
+    is not one of its factor's.
+    """
+    if not factors:
+        raise ValueError("factors: no factor to draw")
+    k = len(factors)
+    heads = list(letters) if letters is not None else [str(i + 1) for i in range(k)]
+    if len(heads) != k:
+        raise ValueError(f"letters: {len(heads)} letters for {k} factors")
+    ids = list(run_ids) if run_ids is not None else list(range(1, len(coded) + 1))
+    if len(ids) != len(coded):
+        raise ValueError(f"run_ids: {len(ids)} ids for {len(coded)} runs")
+    for n, row in enumerate(coded):
+        if len(row) != k:
+            raise ValueError(f"coded: run {ids[n]} has {len(row)} codes for {k} factors")
+        for (name, levels), code in zip(factors, row, strict=True):
+            allowed = (-1, 1) if len(levels) == 2 else range(len(levels))
+            if isinstance(code, bool) or code not in allowed:
+                raise ValueError(f"coded: run {ids[n]} has {code!r} for {name!r}")
+    shown_rows = list(zip(ids, coded, strict=True))[:GRID_MAX_ROWS]
+    whole = title
+    if len(coded) > GRID_MAX_ROWS:
+        whole = f"{title} (the first {GRID_MAX_ROWS:,} of {len(coded):,} runs)"
+    return _both(lambda width: _run_grid(width, factors, heads, shown_rows, len(coded), whole))
+
+
+def _cell_level(levels: Sequence[str], code: int) -> tuple[str, float]:
+    """A cell's level text and its fill opacity (0: drawn as an outline)."""
+    if len(levels) == 2:
+        return levels[0 if code < 0 else 1], 0.0 if code < 0 else 1.0
+    return levels[code], code / (len(levels) - 1)
+
+
+def _run_grid(
+    width: int,
+    factors: Sequence[tuple[str, Sequence[str]]],
+    heads: Sequence[str],
+    rows: Sequence[tuple[int, Sequence[int]]],
+    total: int,
+    title: str,
+) -> str:
+    k = len(factors)
+    label_w = max((_width(f"{i:,}") for i, _ in rows), default=0.0)
+    left = max(label_w, _width("run")) + 14
+    right = 10
+    cell_w = min(48.0, (width - left - right) / k)
+    n = max(len(rows), 1)
+    row_h = max(2.0, min(16.0, 480 / n))
+    top = 10 + FONT + 8  # the header row of letters above the grid
+    body = [_text(left - 6, 10 + FONT, "run", anchor="end")]
+    for j, head in enumerate(heads):
+        x = left + (j + 0.5) * cell_w
+        lx, text = _place(x, head, left + j * cell_w, left + (j + 1) * cell_w, "middle")
+        body.append(_text(lx, 10 + FONT, text, anchor="middle", full=head))
+    # run ids at the left: every row's where rows are tall enough, else every m-th
+    every = max(1, math.ceil((FONT + 2) / row_h))
+    for r, (run_id, row) in enumerate(rows):
+        y = top + r * row_h
+        if r % every == 0:
+            body.append(_text(left - 6, y + row_h / 2 + FONT * 0.35, f"{run_id:,}", anchor="end"))
+        inset = 1.0 if row_h >= 6 else 0.0
+        for j, ((name, levels), code) in enumerate(zip(factors, row, strict=True)):
+            level, opacity = _cell_level(levels, code)
+            if len(levels) == 2:
+                tip = f"run {run_id:,}: {name} = {level} ({code:+d})"
+            else:
+                tip = f"run {run_id:,}: {name} = {level} (level {code} of 0 to {len(levels) - 1})"
+            style = (
+                'fill="none" stroke="currentColor" stroke-opacity="0.45"'
+                if opacity == 0
+                else f'fill="{PALETTE[0]}" fill-opacity="{opacity:.2f}"'
+            )
+            body.append(
+                f'<rect x="{left + j * cell_w + 1:.2f}" y="{y + inset / 2:.2f}" '
+                f'width="{cell_w - 2:.2f}" height="{row_h - inset:.2f}" {style}>'
+                f"<title>{escape(tip)}</title></rect>"
+            )
+    y = top + n * row_h + 18
+    # the legend: an outline for the first level, a filled cell for the second
+    legend = [("first level (-1)", "outline"), ("second level (+1)", "fill")]
+    if any(len(levels) > 2 for _, levels in factors):
+        legend = [("first level (-1, or 0)", "outline"), ("later levels: darker", "fill")]
+    x = 10.0
+    for text, kind in legend:
+        w = 14 + _width(text) + 14
+        if x + w > width - 10 and x > 10:
+            x, y = 10.0, y + 18
+        style = (
+            'fill="none" stroke="currentColor" stroke-opacity="0.45"'
+            if kind == "outline"
+            else f'fill="{PALETTE[0]}"'
+        )
+        body.append(f'<rect x="{x:.2f}" y="{y - 10}" width="10" height="10" {style}/>')
+        shown = _shorten(text, width - 10 - (x + 14))
+        body.append(_text(x + 14, y, shown, full=text))
+        x += w
+    y += 20
+    pairs = ", ".join(_keep(f"{h} {name}") for h, (name, _) in zip(heads, factors, strict=True))
+    lines = _lines(10, y, f"Columns: {pairs}", width - 20, max_lines=k + 1)
+    body += lines
+    y += LINE * (len(lines) - 1)
+    if total > len(rows):
+        more = _lines(10, y + LINE, f"First {len(rows):,} of {total:,} runs drawn", width - 20)
+        body += more
+        y += LINE * len(more)
+    return _svg(width, y + 8, title, body)
