@@ -307,3 +307,49 @@ def test_a_margin_figure_reads_the_committed_reports() -> None:
         "[[margin:train-step:peak:cpu:max|g4]] [[margin:train-step:peak:cpu:margin|pct1]]"
     )
     assert md == f"{peak.max:.4g} {peak.margin:.1%}"
+
+
+def test_a_key_given_twice_adds_a_line() -> None:
+    text = """```calculator budget
+id: two
+show: no
+gpus: 4
+price: 2.5
+phase: check:2:1
+phase: sweep:12:6
+```
+[[two:gpu_hours|raw]]"""
+    r = compute("budget", {"gpus": "4", "price": "2.5", "phase": "check:2:1\nsweep:12:6"})
+    md, _ = render(text)
+    assert md.strip() == _fmt_raw(r["gpu_hours"])
+    assert [p["name"] for p in r["phases"]] == ["check", "sweep"]
+
+
+def _fmt_raw(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def test_a_multi_line_example_stays_in_its_table_cell() -> None:
+    md, _ = render("[[fields design]]")
+    factor = next(line for line in md.splitlines() if line.startswith("| `factor` |"))
+    assert "<br>" in factor and factor.endswith("|")
+    assert not any(line.startswith("lr:") for line in md.splitlines())
+
+
+def test_a_committed_report_is_a_source() -> None:
+    report = json.loads(
+        (ROOT / "docs/data/validation/cpu-ttq-tiny-llama.json").read_text(encoding="utf-8")
+    )
+    md, _ = render("[[report:cpu-ttq-tiny-llama.json:measured.reached_runs|int]]")
+    assert md == f"{report['measured']['reached_runs']:,}"
+    with pytest.raises(PluginError, match=re.escape("no report 'nope.json'")):
+        render("[[report:nope.json:measured.runs|int]]")
+
+
+def test_the_mlperf_rows_come_from_the_raw_table() -> None:
+    data = json.loads((ROOT / "docs/data/mlperf/raw_table.json").read_text(encoding="utf-8"))
+    md, _ = render("[[mlperf]]")
+    for s in data["submissions"]:
+        assert f"| {s['score_minutes']:,.2f} | {s['score_gpu_hours']:,.2f} |" in md
+    assert f"Every run ({len(data['rows'])} rows" in md
+    assert md.count("](https://github.com/mlcommons/") == len(data["rows"])

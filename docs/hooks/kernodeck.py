@@ -17,11 +17,13 @@ its elements' `id` or `gpu`: `lines.kv_cache.bytes`, `cards.h200.max_context`),
 formatted; and `[[spec:qwen3-8b:moe.experts_per_token|int]]`,
 `[[preset:qwen3-8b:hf_repo]]` read the model and its source,
 `[[kvformat:fp8:bits_per_value]]` a KV format, `[[format:nf4:bits]]` a weights format,
-`[[gpu:h200:memory_vendor]]` the GPU catalog, `[[margin:train-step:peak:cpu:max|g4]]`
+`[[gpu:h200:memory_vendor]]` the GPU catalog, `[[report:FILE.json:measured.runs]]` a
+committed probe report, `[[margin:train-step:peak:cpu:max|g4]]`
 the margins of the committed probe reports. Formats: gib, gb, int, count, f1, f2, g4,
 pct, pct1, raw, fits (a boolean as "fits" / "does not fit"). Directives on a line of their
 own: `[[fields NAME]]` (the inputs explained), `[[command NAME key=value ...]]`,
 `[[table calculators|presets|gpus|formats]]`, `[[margins]]` (the margins table),
+`[[mlperf]]` (the published time-to-train rows),
 `[[validation-reports]]`, and `[[figure NAME key=value ... caption="..."]]`: a chart of
 `calculators.figures` drawn as SVG into the page (no JavaScript needed), captioned by
 `caption` or else by the figure's own first docstring line.
@@ -58,6 +60,7 @@ from calculators.units import format_count, format_gib
 from calculators.web import CALCULATORS, compute, form_html
 from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
+from calculators.web.render import bar_chart_svg
 from probes.margins import Margin, margin_markdown, margin_summary, phase_ratios
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +78,7 @@ KATEX_FILES = ("katex.min.css",)
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
 _DIRECTIVE = re.compile(
-    r"^\[\[(fields|command|table|figure|margins|validation-reports)\b([^\]]*)\]\]$", re.M
+    r"^\[\[(fields|command|table|figure|margins|mlperf|validation-reports)\b([^\]]*)\]\]$", re.M
 )
 
 _forms: dict[str, list[str]] = {}
@@ -134,13 +137,16 @@ def _path(value: Any, path: str, where: str) -> Any:
 
 
 def _options(body: str, where: str) -> dict[str, str]:
-    out = {}
+    """`key: value` lines; a key given again adds a line to its value, as a `lines`
+    input takes one value per line (`phase:` twice is two phases)."""
+    out: dict[str, str] = {}
     for line in body.splitlines():
         if line.strip():
             key, sep, value = line.partition(":")
             if not sep:
                 raise PluginError(f"{where}: expected 'key: value', got {line!r}")
-            out[key.strip()] = value.strip()
+            key = key.strip()
+            out[key] = f"{out[key]}\n{value.strip()}" if key in out else value.strip()
     return out
 
 
@@ -183,7 +189,8 @@ def _fields_table(name: str) -> str:
             shown = ", ".join(f.choices[:4])
             more = len(f.choices) - 4
             bounds = "one of " + shown + (f" and {more} more" if more > 0 else "")
-        default = "" if f.default in (None, "") else str(f.default)
+        # a `lines` example holds one value per line: a table cell needs them on one
+        default = "" if f.default in (None, "") else str(f.default).replace("\n", "<br>")
         rows.append(
             f"| `{f.name}` | `{f.flag}` | {f.label} | {f.unit} | {default} | {bounds} | {f.help} |"
         )
@@ -312,6 +319,64 @@ def _summary(reports: list[tuple[str, dict[str, Any]]]) -> str:
 def _margins(docs_dir: Path) -> list[Margin]:
     """The margins the committed probe reports support (`probes.margins`)."""
     return margin_summary(phase_ratios(docs_dir / "data" / "validation"))
+
+
+def _mlperf_table(docs_dir: Path) -> dict[str, Any]:
+    path = docs_dir / "data" / "mlperf" / "raw_table.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise PluginError(f"{path}: {e} (python -m benchmarks.mlperf.raw_table)") from None
+
+
+def _mlperf(docs_dir: Path) -> str:
+    """The published time-to-train rows (`benchmarks/mlperf/raw_table.py`): the
+    submissions' scores with GPU-hours to target, a chart of them, every run collapsed."""
+    data = _mlperf_table(docs_dir)
+    subs = data["submissions"]
+    head = (
+        "| round | benchmark | submitter | system | accelerators | runs | minutes to target "
+        "(score) | GPU-hours to target |\n|---|---|---|---|---|---:|---:|---:|"
+    )
+    accel = {(r["submitter"], r["system"]): r["accelerator"] for r in data["rows"]}
+    rows = [
+        f"| {s['round']} | `{s['benchmark']}` | {escape(s['submitter'])} | "
+        f"{escape(s['system'])} | {escape(accel[(s['submitter'], s['system'])])} x "
+        f"{s['accelerator_count']} | {s['successful_runs']} of {s['result_files']} | "
+        f"{s['score_minutes']:,.2f} | {s['score_gpu_hours']:,.2f} |"
+        for s in subs
+    ]
+    chart = bar_chart_svg(
+        [
+            (
+                f"{s['submitter']} {s['system']} ({s['accelerator_count']} accelerators)",
+                s["score_gpu_hours"],
+            )
+            for s in sorted(subs, key=lambda s: s["score_gpu_hours"])
+        ],
+        title="GPU-hours to the quality target, by system",
+        value_format=lambda v: f"{v:,.2f} GPU-hours",
+        unit_label="accelerator-hours to target (score minutes / 60 x accelerators)",
+    )
+    runs = [
+        "| submitter | system | run | minutes | GPU-hours | reached | source |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    runs += [
+        f"| {escape(r['submitter'])} | {escape(r['system'])} | {r['run']} | "
+        f"{r['minutes_to_train']:,.2f} | {r['gpu_hours_to_target']:,.2f} | "
+        f"{r['quality_reached']:.4f} | [{escape(r['source_repository'])}]"
+        f"(https://github.com/{r['source_repository']}/blob/{r['source_commit']}/"
+        f"{r['source_path']}) |"
+        for r in data["rows"]
+    ]
+    body = "\n".join(f"    {line}" for line in runs)
+    return (
+        "\n".join([head, *rows])
+        + f'\n\n<figure class="kd-figure">{chart}<figcaption>GPU-hours to the target by '
+        "system, from the scores above</figcaption></figure>\n\n"
+        + f'??? info "Every run ({len(data["rows"])} rows, each with its log)"\n\n{body}\n'
+    )
 
 
 def _validation_reports(docs_dir: Path) -> str:
@@ -480,6 +545,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 return _figure(arg)
             if kind == "margins":
                 return margin_markdown(_margins(Path(config["docs_dir"])))
+            if kind == "mlperf":
+                return _mlperf(Path(config["docs_dir"]))
         except ValueError as e:
             raise PluginError(f"{where}: [[{kind} {arg}]]: {e}") from None
         return _validation_reports(Path(config["docs_dir"]))
@@ -541,6 +608,12 @@ def _resolve(
             if (m.probe, m.quantity, m.device_kind) == (probe, quantity, device):
                 return _fmt(getattr(m, attr), fmt, label)
         raise PluginError(f"{label}: no reports for {probe} {quantity} on {device}")
+    if source == "report":  # [[report:FILE.json:measured.runs|int]]: a committed report
+        name, _, field = path.partition(":")
+        report = DOCS / "data" / "validation" / name
+        if "/" in name or not report.is_file():
+            raise PluginError(f"{label}: no report {name!r} in docs/data/validation")
+        return _fmt(_path(json.loads(report.read_text(encoding="utf-8")), field, label), fmt, label)
     if source == "gpu":  # [[gpu:h200:memory_vendor]]: the catalog's figures
         gid, _, attr = path.partition(":")
         return _fmt(getattr(get_gpu(gid), attr), fmt, label)
