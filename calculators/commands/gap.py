@@ -10,6 +10,7 @@ compared with are the card's runtime's, with the reader's overrides
 from __future__ import annotations
 
 from dataclasses import replace
+from html import escape
 from itertools import pairwise
 from typing import Any
 
@@ -354,15 +355,7 @@ def html(r: dict[str, Any]) -> str:
                 caption="The estimate, line by line",
             ),
             html_table(
-                [
-                    "part",
-                    "GiB",
-                    "share of estimate",
-                    "reserve line",
-                    "within it?",
-                    "what it means",
-                    "what to do",
-                ],
+                ["part", "GiB", "share of estimate", "reserve line", "within it?"],
                 [
                     [
                         p["label"],
@@ -370,12 +363,17 @@ def html(r: dict[str, Any]) -> str:
                         f"{p['share_of_estimate']:+.1%}",
                         _reserve(p),
                         _within(p),
-                        p["meaning"],
-                        p["action"],
                     ]
                     for p in r["parts"]
                 ],
                 caption="The gap, part by part",
+            ),
+            # the explanations are sentences: as table cells they made the table too wide
+            # to read on a laptop, so each part gets a paragraph under the table
+            *(
+                f'<p class="kd-part"><strong>{escape(p["label"])}.</strong> '
+                f"{escape(p['meaning'])} <em>What to do:</em> {escape(p['action'])}</p>"
+                for p in r["parts"]
             ),
         ]
     )
