@@ -26,9 +26,11 @@ CASES = [
     ("calculators/budget/", "budget", ("gpus", "8"), ("price", "-1")),
     ("calculators/seeds/", "seeds", ("effect", "0.01"), ("alpha", "1.5")),
     ("calculators/gap/", "gap", ("allocated", "23"), ("reserved", "1")),
+    ("calculators/design/", "design", ("seeds", "5"), ("fraction", "9")),
     ("memory/kv-cache/", "kv-cache", ("batch", "2"), ("batch", "0")),
     ("memory/sizing-gpu-memory/", "envelope", ("gpu", "mi300x"), ("context", "0")),
     ("memory/estimate-vs-peak/", "gap", ("device_used", "30"), ("device_used", "1")),
+    ("budget/campaign-budget/", "budget", ("gpus", "8"), ("price", "-1")),
 ]
 IDS = [c[0].strip("/").replace("/", "-") for c in CASES]
 READY = 60_000  # ms: Pyodide's first load on a slow CI machine
