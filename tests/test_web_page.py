@@ -66,3 +66,15 @@ def test_evaluate_command_reproduces_the_result() -> None:
     answer = evaluate("seeds")
     assert answer["command"].endswith("--json")
     assert "--effect 0.005" in answer["command"]
+
+
+def test_a_calculator_may_declare_the_csv_its_download_gives() -> None:
+    from calculators.web import evaluate
+    from calculators.web.render import to_csv
+
+    design = evaluate("design", {})
+    assert design["csv"] == design["result"]["run_table_csv"]
+    assert design["csv"].splitlines()[0].endswith(",seed,metric")
+    # the others keep every field as field,value rows
+    seeds = evaluate("seeds", {})
+    assert seeds["csv"] == to_csv(seeds["result"])

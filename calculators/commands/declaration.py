@@ -86,6 +86,9 @@ class Calculator:
     run:      typed inputs (a namespace: `Args`) -> (the result as JSON data, the
               plain-text table the command line prints).
     html:     the JSON result -> its HTML (summary, chart, tables); None: no page.
+    csv:      the JSON result -> the CSV the page's download gives, where a table serves
+              the reader better than every field (a run table to fill); None: every
+              field as `field,value` rows.
     renamed:  fields of the calculators' dataclasses that an input feeds under another
               name ({"price_per_gpu_hour": "price"}), so that an error names the input.
     order:    its place in the command line's list.
@@ -98,6 +101,7 @@ class Calculator:
     inputs: tuple[Input, ...]
     run: Callable[[Args], tuple[Any, str]]
     html: Callable[[dict[str, Any]], str] | None = None
+    csv: Callable[[dict[str, Any]], str] | None = None
     renamed: dict[str, str] = field(default_factory=dict)
     order: int = 100
 

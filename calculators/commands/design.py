@@ -481,5 +481,6 @@ CALCULATOR = Calculator(
     ),
     run=run,
     html=html,
+    csv=lambda r: r["run_table_csv"],
     order=13,
 )

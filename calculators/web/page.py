@@ -32,7 +32,7 @@ def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         "result": result,
         "result_json": json.dumps(result, allow_nan=False),
         "html": render_result(name, result),
-        "csv": to_csv(result),
+        "csv": (DECLARED[name].csv or to_csv)(result),
         "command": command_line(argv_for(calc, clean(calc, inputs or {}))),
     }
 
