@@ -189,3 +189,32 @@ def test_submission_score_is_the_olympic_mean_times_scaling(table: dict) -> None
         assert len(minutes) == sub["result_files"] == 10
         expected = sum(minutes[1:-1]) / 8 * sub["scaling_factor"]
         assert sub["score_minutes"] == round(expected, 4)
+
+
+def test_committed_time_to_target_equals_what_the_script_writes_now(table: dict) -> None:
+    text = rt.render_time_to_target(table)
+    assert rt.CALCULATOR_OUT == ROOT / "calculators" / "planning" / "time_to_target.json"
+    assert rt.CALCULATOR_OUT.read_bytes() == text.encode("utf-8")
+    assert rt.render_time_to_target(rt.build()) == text  # the same bytes again
+    data = json.loads(text)
+    assert data["source"] == {"title": table["title"], "sources": "benchmarks/mlperf/SOURCES.md"}
+    assert len(data["submissions"]) == len(table["submissions"])
+    for entry, sub in zip(data["submissions"], table["submissions"], strict=True):
+        rows = [
+            r
+            for r in table["rows"]
+            if (r["submitter"], r["system"], r["benchmark"])
+            == (sub["submitter"], sub["system"], sub["benchmark"])
+        ]
+        assert entry["score_minutes"] == sub["score_minutes"]
+        assert entry["score_gpu_hours"] == sub["score_gpu_hours"]
+        assert entry["runs"] == sub["successful_runs"] == len(rows)
+        assert entry["fastest_run_minutes"] == min(r["minutes_to_train"] for r in rows)
+        assert entry["slowest_run_minutes"] == max(r["minutes_to_train"] for r in rows)
+        assert {entry["accelerator"]} == {r["accelerator"] for r in rows}
+        assert {entry["quality_target"]} == {r["quality_target"] for r in rows}
+        src = entry["source"]
+        assert {(src["repository"], src["commit"])} == {
+            (r["source_repository"], r["source_commit"]) for r in rows
+        }
+        assert all(r["source_path"].startswith(src["path"] + "/") for r in rows)

@@ -5,9 +5,11 @@ Reads the committed excerpts of public MLPerf Training result logs under
 `<benchmark>/result_N.txt`, plus `scaling.json` where the submission has one), the
 committed excerpts of the rules under `benchmarks/mlperf/rules/<round>/`, and
 `benchmarks/mlperf/SOURCES.md` (repository, path and commit of every excerpt), and writes
-`docs/data/mlperf/raw_table.json` and `docs/data/mlperf/raw_table.csv`. No figure is typed
-here: every number in the output comes from an excerpt, and a row exists only where its
-result file does. Run `python -m benchmarks.mlperf.raw_table`; a rerun writes the same bytes.
+`docs/data/mlperf/raw_table.json` and `docs/data/mlperf/raw_table.csv`, plus
+`calculators/planning/time_to_target.json`, the submissions' scores the `target-cost`
+calculator prices (`time_to_target`). No figure is typed here: every number in the output
+comes from an excerpt, and a row exists only where its result file does. Run
+`python -m benchmarks.mlperf.raw_table`; a rerun writes the same bytes.
 
 MLLOG format (mlcommons/logging, `mlperf_logging/mllog` writes it and
 `mlperf_logging/compliance_checker/mlp_parser/ruleset_400.py` reads it): one event per line,
@@ -59,6 +61,7 @@ LOGS_DIR = HERE / "logs"
 RULES_DIR = HERE / "rules"
 SOURCES_MD = HERE / "SOURCES.md"
 OUT_DIR = ROOT / "docs" / "data" / "mlperf"
+CALCULATOR_OUT = ROOT / "calculators" / "planning" / "time_to_target.json"
 
 TOKEN = ":::MLLOG "
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -475,22 +478,104 @@ def render(table: dict[str, Any]) -> tuple[str, str]:
     return json_text, buf.getvalue()
 
 
+def _results_folder(source_path: str) -> str:
+    """The results folder of a run's log: `<submitter>/results/<system>/<benchmark>`."""
+    folder, sep, _name = source_path.rpartition("/")
+    if not sep:
+        raise ValueError(f"source path without a folder: {source_path}")
+    return folder
+
+
+def time_to_target(table: dict[str, Any]) -> dict[str, Any]:
+    """What the `target-cost` calculator reads: one entry per submission, its score and
+    the spread of its runs, with the accelerator's name and the source of its logs.
+
+    `fastest_run_minutes` and `slowest_run_minutes` are the least and the greatest
+    `minutes_to_train` of the submission's rows (its successful runs); the score is the
+    table's. A submission without a score (too few runs, or invalid) keeps nulls.
+    """
+    entries = []
+    for sub in table["submissions"]:
+        ident = (sub["round"], sub["benchmark"], sub["submitter"], sub["system"])
+        rows = [
+            r
+            for r in table["rows"]
+            if (r["round"], r["benchmark"], r["submitter"], r["system"]) == ident
+        ]
+        names = {r["accelerator"] for r in rows}
+        sources = {
+            (r["source_repository"], r["source_commit"], _results_folder(r["source_path"]))
+            for r in rows
+        }
+        targets = {r["quality_target"] for r in rows}
+        if len(names) > 1 or len(sources) > 1 or len(targets) > 1:
+            raise ValueError(f"{'/'.join(ident)}: rows disagree on accelerator, source or target")
+        minutes = [r["minutes_to_train"] for r in rows]
+        repository, commit, folder = sources.pop() if sources else (None, None, None)
+        entries.append(
+            {
+                "benchmark": sub["benchmark"],
+                "round": sub["round"],
+                "submitter": sub["submitter"],
+                "system": sub["system"],
+                "accelerator": names.pop() if names else None,
+                "accelerator_count": sub["accelerator_count"],
+                "runs": sub["successful_runs"],
+                "score_minutes": sub["score_minutes"],
+                "score_gpu_hours": sub["score_gpu_hours"],
+                "fastest_run_minutes": min(minutes) if minutes else None,
+                "slowest_run_minutes": max(minutes) if minutes else None,
+                "quality_target": targets.pop() if targets else None,
+                "source": {"repository": repository, "commit": commit, "path": folder},
+            }
+        )
+    return {
+        "generated_by": table["generated_by"],
+        "source": {"title": table["title"], "sources": table["sources"]},
+        "rule": (
+            "one entry per submission of the raw table (docs/data/mlperf/raw_table.json): "
+            "score_minutes = olympic mean of the successful runs' minutes_to_train (fastest "
+            "and slowest dropped) x scaling_factor; score_gpu_hours = score_minutes / 60 x "
+            "accelerator_count; fastest_run_minutes and slowest_run_minutes = the least and "
+            "greatest minutes_to_train of the successful runs; runs = the successful runs; "
+            "null where the excerpts give no valid score"
+        ),
+        "submissions": entries,
+    }
+
+
+def render_time_to_target(table: dict[str, Any]) -> str:
+    """JSON text of `time_to_target(table)`: sorted keys, the table's rounded figures."""
+    return json.dumps(time_to_target(table), indent=2, ensure_ascii=True, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
     parser.add_argument(
+        "--calculator-out",
+        type=Path,
+        default=CALCULATOR_OUT,
+        help="where the target-cost calculator's time_to_target.json goes",
+    )
+    parser.add_argument(
         "--check", action="store_true", help="exit 1 if the files differ from what would be written"
     )
     args = parser.parse_args(argv)
-    json_text, csv_text = render(build())
-    outputs = {args.out_dir / "raw_table.json": json_text, args.out_dir / "raw_table.csv": csv_text}
+    table = build()
+    json_text, csv_text = render(table)
+    outputs = {
+        args.out_dir / "raw_table.json": json_text,
+        args.out_dir / "raw_table.csv": csv_text,
+        args.calculator_out: render_time_to_target(table),
+    }
     if args.check:
         stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text() != text]
         for p in stale:
             print(f"stale: {p}", file=sys.stderr)
         return 1 if stale else 0
-    args.out_dir.mkdir(parents=True, exist_ok=True)
     for path, text in outputs.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8"))
     return 0
 
