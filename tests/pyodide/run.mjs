@@ -26,12 +26,15 @@ const DESELECTED = {
   "tests/pyodide": "this runner itself",
   "tests/test_web_hook.py": "imports the MkDocs hook, and MkDocs is not in this Pyodide",
   "tests/test_docs_figures.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_mlperf_raw_table.py": "tests a build script of benchmarks/, which is not copied here",
 };
 const DESELECTED_TESTS = {
   "tests/test_cli.py::test_real_process_exits_2_without_traceback":
     "runs `python -m calculators` in a subprocess",
   "tests/test_commands_declaration.py::test_a_page_imports_only_the_calculator_it_shows":
     "runs a fresh CPython in a subprocess to see what one page imports",
+  "tests/test_design.py::test_real_process_exits_2_without_traceback":
+    "runs `python -m calculators` in a subprocess",
   "tests/test_figures.py::test_a_page_never_imports_the_figures":
     "runs a fresh CPython in a subprocess to see what one page imports",
 };
