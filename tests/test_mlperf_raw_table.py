@@ -218,3 +218,32 @@ def test_committed_time_to_target_equals_what_the_script_writes_now(table: dict)
             (r["source_repository"], r["source_commit"]) for r in rows
         }
         assert all(r["source_path"].startswith(src["path"] + "/") for r in rows)
+
+
+def test_the_projects_own_rows_are_its_reports_repeats(table: dict) -> None:
+    report_path = ROOT / "docs/data/validation/cpu-ttq-tiny-llama.json"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    mine = [
+        r for r in table["measured"] if r["source_path"] == report_path.relative_to(ROOT).as_posix()
+    ]
+    repeats = report["details"]["repeats"]
+    assert [r["run"] for r in mine] == [rep["repeat"] for rep in repeats]
+    for row, rep in zip(mine, repeats, strict=True):
+        assert row["obtained"].startswith("measured by this project")
+        assert row["steps"] == rep["steps"] and row["reached"] == rep["reached"]
+        assert row["seconds_to_target"] == round(rep["seconds"], 4)
+    assert (OUT / "measured_rows.csv").read_text(encoding="utf-8") == rt.render_measured(table)
+
+
+def test_a_run_that_missed_the_target_has_no_time(tmp_path: Path) -> None:
+    report = json.loads((ROOT / "docs/data/validation/cpu-ttq-tiny-llama.json").read_text())
+    report["details"]["repeats"][0]["reached"] = False
+    validation = tmp_path / "docs" / "data" / "validation"
+    validation.mkdir(parents=True)
+    (validation / "ttq.json").write_text(json.dumps(report), encoding="utf-8")
+    rows = rt.measured_rows(tmp_path)
+    assert rows[0]["reached"] is False
+    assert rows[0]["seconds_to_target"] is None and rows[0]["gpu_hours_to_target"] is None
+    assert rows[1]["seconds_to_target"] is not None
+    csv_rows = list(csv.DictReader(io.StringIO(rt.render_measured({"measured": rows}))))
+    assert csv_rows[0]["seconds_to_target"] == "" and csv_rows[0]["reached"] == "false"

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import re
@@ -106,6 +107,70 @@ COLUMNS = (
     "system_source_path",
     "excerpt_path",
 )
+
+
+# The rows this project measures itself (`python -m probes time-to-quality` reports in
+# docs/data/validation/), kept apart from the published rows and labelled as such.
+VALIDATION_DIR = ROOT / "docs" / "data" / "validation"
+MEASURED_COLUMNS = (
+    "obtained",
+    "benchmark",
+    "quality_target",
+    "device",
+    "accelerator_count",
+    "run",
+    "reached",
+    "steps",
+    "tokens",
+    "seconds_to_target",
+    "gpu_hours_to_target",
+    "final_loss",
+    "source_path",
+    "report_sha256",
+    "command",
+)
+
+
+def measured_rows(root: Path = ROOT) -> list[dict[str, Any]]:
+    """One row per repeat of every committed time-to-quality report with status ok.
+
+    A run that did not reach the target is a row with `reached` false and no time to
+    target: it is counted, never given a time it did not have.
+    """
+    out: list[dict[str, Any]] = []
+    for path in sorted((root / VALIDATION_DIR.relative_to(ROOT)).glob("*.json")):
+        raw = path.read_bytes()
+        report = json.loads(raw)
+        probe = report.get("probe") if isinstance(report, dict) else None
+        if not isinstance(probe, dict) or probe.get("name") != "time-to-quality":
+            continue
+        if report.get("status") != "ok":
+            continue
+        inputs, env = report["inputs"], report["environment"]
+        device = env.get("device_name") or env.get("device")
+        for rep in report["details"]["repeats"]:
+            reached = bool(rep["reached"])
+            out.append(
+                {
+                    "obtained": f"measured by this project: probes time-to-quality on {device}",
+                    "benchmark": f"byte-level language model, {inputs['model']}, "
+                    "probes/data/corpus",
+                    "quality_target": f"eval loss <= {inputs['target_loss']} nats per byte",
+                    "device": device,
+                    "accelerator_count": inputs["gpus"],
+                    "run": rep["repeat"],
+                    "reached": reached,
+                    "steps": rep["steps"],
+                    "tokens": rep["tokens"],
+                    "seconds_to_target": round(rep["seconds"], 4) if reached else None,
+                    "gpu_hours_to_target": round(rep["gpu_hours"], 8) if reached else None,
+                    "final_loss": round(rep["final_loss"], 4),
+                    "source_path": _rel(path, root),
+                    "report_sha256": hashlib.sha256(raw).hexdigest(),
+                    "command": report["command_line"],
+                }
+            )
+    return out
 
 
 class LogError(ValueError):
@@ -415,6 +480,7 @@ def build(root: Path = ROOT) -> dict[str, Any]:
         "excluded": excluded,
         "submissions": submissions,
         "targets": [targets[k] for k in sorted(targets)],
+        "measured": measured_rows(root),
     }
 
 
@@ -476,6 +542,22 @@ def render(table: dict[str, Any]) -> tuple[str, str]:
             {k: str(row[k]).lower() if isinstance(row[k], bool) else row[k] for k in COLUMNS}
         )
     return json_text, buf.getvalue()
+
+
+def render_measured(table: dict[str, Any]) -> str:
+    """The project's own rows as CSV (empty cells for a time a run did not have)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=MEASURED_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in table["measured"]:
+        writer.writerow({k: _cell(row[k]) for k in MEASURED_COLUMNS})
+    return buf.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "" if value is None else value
 
 
 def _results_folder(source_path: str) -> str:
@@ -568,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out_dir / "raw_table.json": json_text,
         args.out_dir / "raw_table.csv": csv_text,
         args.calculator_out: render_time_to_target(table),
+        args.out_dir / "measured_rows.csv": render_measured(table),
     }
     if args.check:
         stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text() != text]
