@@ -5,8 +5,8 @@ The record was first made by tests/data/make_behaviour_fixture.py before the cal
 were laid out by domain and declared once per calculator, and remade when the envelope
 gained its card-selection columns, the weights their bits per parameter and the presets
 Llama 3.1 70B (every earlier result is contained in the new one), and again for the gap
-calculator's paragraphs, the design and target-cost calculators and the design's CSV
-download. Rerun it only for a
+calculator's paragraphs, the design and target-cost calculators the design's CSV
+download and its factor roles. Rerun it only for a
 deliberate change of behaviour. Each entry holds its own inputs, so this runs without
 docs/ (and in Pyodide).
 """

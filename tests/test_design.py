@@ -517,3 +517,47 @@ def test_any_small_full_factorial_is_balanced_and_orthogonal(levels):
     ]
     d = design(factors)
     assert d.run_count == math.prod(levels) and balanced(d) and orthogonal(d)
+
+
+# The Tuning Playbook's roles (Godbole et al. 2023): nuisance factors are re-tuned for every
+# run and multiply the runs; fixed factors are listed with the conclusion they narrow.
+
+
+def test_nuisance_settings_multiply_the_runs_and_the_hours(capsys):
+    r = run_json(
+        capsys,
+        "design",
+        "--factor", "a:1,2", "--factor", "b:1,2", "--factor", "c:1,2",
+        "--fraction", "1", "--seeds", "2", "--gpu-hours-per-run", "1.5",
+        "--nuisance", "lr:3", "--nuisance", "warmup:2",
+        "--fixed", "steps=2000",
+    )  # fmt: skip
+    # 2^(3-1) = 4 runs, x 2 seeds, x 3 x 2 nuisance settings = 48 runs of 1.5 GPU-hours
+    assert r["tuned_settings"] == 6
+    assert r["total_runs"] == 4 * 2 * 6 == 48
+    assert r["gpu_hours"] == 48 * 1.5
+    assert r["nuisance"] == [{"name": "lr", "settings": 3}, {"name": "warmup", "settings": 2}]
+    assert r["fixed"] == [{"name": "steps", "value": "2000"}]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--nuisance", "lr", "--nuisance must be NAME:SETTINGS"),
+        ("--nuisance", "lr:0", "--nuisance must be a positive integer"),
+        ("--fixed", "steps", "--fixed must be NAME=VALUE"),
+    ],
+)
+def test_bad_roles_are_one_line_naming_the_flag(capsys, flag, value, message):
+    assert main(["design", "--factor", "a:1,2", "--factor", "b:1,2", flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err
+
+
+def test_the_same_nuisance_factor_twice_is_refused():
+    from calculators.planning.design import parse_nuisance, tuned_settings
+
+    with pytest.raises(InputError, match="each factor once"):
+        tuned_settings([parse_nuisance("lr:3"), parse_nuisance("lr:2")])
+    with pytest.raises(InputError, match="more than 10,000 runs"):
+        tuned_settings([parse_nuisance(f"n{i}:100") for i in range(3)])

@@ -19,9 +19,12 @@ from calculators.planning.design import (
     effects,
     fold_over,
     parse_factor,
+    parse_fixed,
+    parse_nuisance,
     read_results,
     roman,
     run_table_header,
+    tuned_settings,
 )
 from calculators.render import table
 from calculators.web.render import (
@@ -86,7 +89,10 @@ def _results(args: Args, d: Design) -> tuple[Analysis | None, str]:
 def run(args: Args) -> tuple[dict[str, Any], str]:
     factors = [parse_factor(text) for text in args.factor]
     d = design(factors, args.fraction)
-    c = cost(d.run_count, args.seeds, args.gpu_hours_per_run, args.gpus, args.price)
+    nuisance = [parse_nuisance(text) for text in args.nuisance]
+    fixed = [parse_fixed(text) for text in args.fixed]
+    settings = tuned_settings(nuisance)
+    c = cost(d.run_count, args.seeds, args.gpu_hours_per_run, args.gpus, args.price, settings)
     analysis, _field = _results(args, d)
     letters = d.letters
     warnings: list[str] = []
@@ -153,6 +159,10 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         ],
         "fold_over": fold,
         "seeds": args.seeds,
+        # the Tuning Playbook's roles: the design's factors are the scientific ones
+        "nuisance": [{"name": n, "settings": k} for n, k in nuisance],
+        "tuned_settings": settings,
+        "fixed": [{"name": n, "value": v} for n, v in fixed],
         "total_runs": c.total_runs,
         "gpu_hours_per_run": args.gpu_hours_per_run,
         "gpus": args.gpus,
@@ -200,10 +210,26 @@ def _kind(r: dict[str, Any]) -> str:
 
 
 def _head(r: dict[str, Any]) -> str:
+    tuned = f" x {r['tuned_settings']:,} nuisance settings" if r["tuned_settings"] > 1 else ""
     return (
         f"{_kind(r)}: {r['run_count']:,} runs x {r['seeds']:,} "
-        f"seed{'s' if r['seeds'] != 1 else ''} = {r['total_runs']:,} training runs"
+        f"seed{'s' if r['seeds'] != 1 else ''}{tuned} = {r['total_runs']:,} training runs"
     )
+
+
+def _roles(r: dict[str, Any]) -> list[str]:
+    """The Tuning Playbook's roles in words: what is compared, re-tuned, and held."""
+    out = ["Scientific factors (compared): " + ", ".join(f["name"] for f in r["factors"])]
+    if r["nuisance"]:
+        each = ", ".join(f"{n['name']} over {n['settings']:,} settings" for n in r["nuisance"])
+        out.append(
+            f"Nuisance factors (re-tuned for every run): {each}: each run becomes "
+            f"{r['tuned_settings']:,} runs"
+        )
+    if r["fixed"]:
+        held = ", ".join(f"{f['name']} = {f['value']}" for f in r["fixed"])
+        out.append(f"Fixed factors (the conclusion holds for these only): {held}")
+    return out
 
 
 def _cost_line(r: dict[str, Any]) -> str:
@@ -279,6 +305,7 @@ def _text(r: dict[str, Any]) -> str:
             if aliases
             else ["No main effect or two-factor interaction shares its column with another."]
         )
+    parts += _roles(r)
     parts.append(_cost_line(r))
     if r["fold_over"] is not None:
         fo = r["fold_over"]
@@ -309,6 +336,7 @@ def _text(r: dict[str, Any]) -> str:
 def html(r: dict[str, Any]) -> str:
     factors = r["factors"]
     parts = [summary(f"{_head(r)}. {_cost_line(r)}.")]
+    parts += [f'<p class="kd-note">{escape(line)}.</p>' for line in _roles(r)]
     parts.append(
         run_grid_svg(
             [(f["name"], f["levels"]) for f in factors],
@@ -459,6 +487,26 @@ CALCULATOR = Calculator(
             minimum=0,
             maximum=MAX_PRICE_PER_GPU_HOUR,
             help="An example hourly price; put your offer's. Empty: no cost.",
+        ),
+        Input(
+            name="nuisance",
+            label="Nuisance factors",
+            kind="lines",
+            default=(),
+            optional=True,
+            help="Re-tuned for every run, one NAME:SETTINGS per line (lr:3 tries 3 learning "
+            "rates per run): they multiply the runs.",
+            metavar="NAME:SETTINGS",
+        ),
+        Input(
+            name="fixed",
+            label="Fixed factors",
+            kind="lines",
+            default=(),
+            optional=True,
+            help="Held at one value, one NAME=VALUE per line (steps=2000): the conclusion "
+            "holds for these values only.",
+            metavar="NAME=VALUE",
         ),
         Input(
             name="results",

@@ -466,9 +466,57 @@ def fold_over(d: Design) -> FoldOver:
 # ---- cost ---------------------------------------------------------------------------------
 
 
+# Nuisance factors (Godbole et al., "Deep Learning Tuning Playbook", Google Research 2023,
+# section "Identifying scientific, nuisance, and fixed hyperparameters"): re-tuned for every
+# setting of the scientific factors, so each run of the design becomes one run per setting
+# tried. The bound keeps a plan's run count readable, not a statement about good practice.
+MAX_NUISANCE_SETTINGS = 100
+MAX_TUNED_SETTINGS = 10_000
+
+
+def parse_nuisance(text: str) -> tuple[str, int]:
+    """'lr:3' -> ('lr', 3): a nuisance factor and the settings tried for each run."""
+    name, sep, count = str(text).partition(":")
+    name = name.strip()
+    if not sep or not name:
+        raise InputError(
+            "nuisance", f"nuisance must be NAME:SETTINGS (e.g. lr:3), got {shown(text)}"
+        )
+    settings = parse_int("nuisance", count.strip())
+    positive_int("nuisance", settings, maximum=MAX_NUISANCE_SETTINGS)
+    return name, settings
+
+
+def tuned_settings(nuisance: Sequence[tuple[str, int]]) -> int:
+    """The runs each design run becomes: the product of the nuisance factors' settings
+    (every combination is tried, as a grid search does; 1 without nuisance factors)."""
+    names = [n for n, _ in nuisance]
+    if len(set(names)) != len(names):
+        raise InputError("nuisance", f"nuisance names each factor once, got {', '.join(names)}")
+    product = 1
+    for _, settings in nuisance:
+        product *= settings
+        if product > MAX_TUNED_SETTINGS:
+            raise InputError(
+                "nuisance",
+                f"nuisance settings multiply to more than {MAX_TUNED_SETTINGS:,} runs per "
+                "design run; tune fewer nuisance factors, or with a quasi-random search",
+            )
+    return product
+
+
+def parse_fixed(text: str) -> tuple[str, str]:
+    """'base=llama-3.1-8b' -> ('base', 'llama-3.1-8b'): a factor held at one value."""
+    name, sep, value = str(text).partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise InputError("fixed", f"fixed must be NAME=VALUE (e.g. steps=2000), got {shown(text)}")
+    return name.strip(), value.strip()
+
+
 @dataclass(frozen=True)
 class Cost:
-    """total_runs = runs x seeds; gpu_hours, cost and days None where their inputs are."""
+    """total_runs = runs x seeds x tuned settings; gpu_hours, cost and days None where
+    their inputs are."""
 
     total_runs: int
     gpu_hours: float | None
@@ -482,13 +530,16 @@ def cost(
     gpu_hours_per_run: float | None,
     gpus: int,
     price: float | None,
+    settings: int = 1,
 ) -> Cost:
-    """GPU-hours = runs x seeds x gpu_hours_per_run; cost = GPU-hours x price;
-    days = GPU-hours / gpus / 24 (runs one after the other, each on all `gpus` cards
-    with perfect scaling)."""
+    """total runs = runs x seeds x settings (the nuisance factors' settings tried for each
+    run, `tuned_settings`); GPU-hours = total runs x gpu_hours_per_run; cost = GPU-hours x
+    price; days = GPU-hours / gpus / 24 (runs one after the other, each on all `gpus`
+    cards with perfect scaling)."""
     positive_int("seeds", seeds, maximum=MAX_SEEDS)
     positive_int("gpus", gpus, maximum=MAX_GPUS)
-    total = run_count * seeds
+    positive_int("nuisance", settings, maximum=MAX_TUNED_SETTINGS)
+    total = run_count * seeds * settings
     hours = None
     if gpu_hours_per_run is not None:
         positive_number("gpu_hours_per_run", gpu_hours_per_run, maximum=MAX_GPU_HOURS_PER_RUN)
