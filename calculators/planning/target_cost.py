@@ -46,12 +46,13 @@ from typing import Any
 
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_PRICE_PER_GPU_HOUR
+from calculators.planning.budget import EXAMPLE_DISCOUNTS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE_FILE = "time_to_target.json"
 
-# Rental packages the runs to target are counted in, in days.
-PACKAGE_DAYS = (3, 7, 30)
+# Rental packages the runs to target are counted in, in days: the budget's packages.
+PACKAGE_DAYS = tuple(EXAMPLE_DISCOUNTS)
 # Price lines one request may give.
 MAX_PRICE_LINES = 100
 

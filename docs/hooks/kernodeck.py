@@ -64,7 +64,6 @@ from calculators.web.render import bar_chart_svg
 from probes.margins import Margin, margin_markdown, margin_summary, phase_ratios
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
 NODE = ROOT / "node_modules"
 PYODIDE_FILES = (
     "pyodide.mjs",
@@ -555,7 +554,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         source, path, fmt = m.group(1), m.group(2), m.group(3)
         label = f"{where}: [[{m.group(0)[2:-2]}]]"
         try:
-            return _resolve(source, path, fmt, label, examples)
+            return _resolve(source, path, fmt, label, examples, Path(config["docs_dir"]))
         except (ValueError, AttributeError, TypeError) as e:
             raise PluginError(f"{label}: {e}") from None
 
@@ -587,7 +586,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def _resolve(
-    source: str, path: str, fmt: str | None, label: str, examples: dict[str, dict[str, Any]]
+    source: str,
+    path: str,
+    fmt: str | None,
+    label: str,
+    examples: dict[str, dict[str, Any]],
+    docs_dir: Path = ROOT / "docs",
 ) -> str:
     if source == "spec":
         model, _, attr = path.partition(":")
@@ -604,13 +608,13 @@ def _resolve(
         return _fmt(value, fmt, label)
     if source == "margin":  # [[margin:train-step:peak:cpu:max|g4]]
         probe, quantity, device, attr = path.split(":")
-        for m in _margins(DOCS):
+        for m in _margins(docs_dir):
             if (m.probe, m.quantity, m.device_kind) == (probe, quantity, device):
                 return _fmt(getattr(m, attr), fmt, label)
         raise PluginError(f"{label}: no reports for {probe} {quantity} on {device}")
     if source == "report":  # [[report:FILE.json:measured.runs|int]]: a committed report
         name, _, field = path.partition(":")
-        report = DOCS / "data" / "validation" / name
+        report = docs_dir / "data" / "validation" / name
         if "/" in name or not report.is_file():
             raise PluginError(f"{label}: no report {name!r} in docs/data/validation")
         return _fmt(_path(json.loads(report.read_text(encoding="utf-8")), field, label), fmt, label)
