@@ -7,13 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
-from calculators.commands.shared import UsageError, load_spec
+from calculators.commands.shared import PRICE, UsageError, load_spec
 from calculators.errors import InputError, shown
 from calculators.limits import (
     MAX_DECISIONS,
     MAX_GPUS,
     MAX_MARGIN,
-    MAX_PRICE_PER_GPU_HOUR,
 )
 from calculators.memory.gpus import GPUS
 from calculators.parsing import parse_float, parse_int
@@ -275,17 +274,7 @@ CALCULATOR = Calculator(
             maximum=MAX_GPUS,
             help="GPUs rented in parallel.",
         ),
-        Input(
-            name="price",
-            label="Price",
-            kind="float",
-            example=2.5,
-            unit="USD per GPU-hour",
-            minimum=0,
-            maximum=MAX_PRICE_PER_GPU_HOUR,
-            required=True,
-            help="An example hourly price; put your offer's.",
-        ),
+        PRICE,
         Input(
             name="margin",
             label="Rerun margin",

@@ -3,12 +3,13 @@ a run table to fill, and the effects read back from it (`calculators.planning.de
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
-from calculators.commands.shared import UsageError
+from calculators.commands.shared import PRICE, UsageError
 from calculators.errors import shown
-from calculators.limits import MAX_GPU_HOURS_PER_RUN, MAX_GPUS, MAX_PRICE_PER_GPU_HOUR
+from calculators.limits import MAX_GPU_HOURS_PER_RUN, MAX_GPUS
 from calculators.planning.design import (
     MAX_RESULT_ROWS,
     MAX_SEEDS,
@@ -477,15 +478,10 @@ CALCULATOR = Calculator(
             maximum=MAX_GPUS,
             help="Cards the runs share: one run after the other on all of them, scaling perfectly.",
         ),
-        Input(
-            name="price",
-            label="Price",
-            kind="float",
-            example=2.5,
+        replace(
+            PRICE,
             optional=True,
-            unit="USD per GPU-hour",
-            minimum=0,
-            maximum=MAX_PRICE_PER_GPU_HOUR,
+            required=False,
             help="An example hourly price; put your offer's. Empty: no cost.",
         ),
         Input(

@@ -11,6 +11,7 @@ from calculators.limits import (
     MAX_BLOCK_TOKENS,
     MAX_CONCURRENT_SEQUENCES,
     MAX_MEMORY_GIB,
+    MAX_PRICE_PER_GPU_HOUR,
     MAX_SEQUENCE_TOKENS,
 )
 from calculators.memory.formats import FORMATS
@@ -191,6 +192,20 @@ RESERVE = Input(
     page=False,
     help="override a reserve line, e.g. runtime_context=536870912",
     metavar="ID=VALUE",
+)
+
+# ---- what it costs ---------------------------------------------------------------------
+
+PRICE = Input(
+    name="price",
+    label="Price",
+    kind="float",
+    example=2.5,
+    unit="USD per GPU-hour",
+    minimum=0,
+    maximum=MAX_PRICE_PER_GPU_HOUR,
+    required=True,
+    help="An example hourly price; put your offer's.",
 )
 
 
