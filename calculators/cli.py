@@ -84,8 +84,8 @@ def _add(p: argparse.ArgumentParser, calc: Calculator) -> None:
                 kwargs["action"] = "append"
             if i.kind in _TYPES:
                 kwargs["type"] = _TYPES[i.kind]
-            if i.metavar is not None:
-                kwargs["metavar"] = i.metavar
+            if i.metavar is not None or i.kind == "file":
+                kwargs["metavar"] = i.metavar or "FILE"
             if i.required and i.group is None:
                 kwargs["required"] = True
         target.add_argument(i.flag, **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from contextlib import redirect_stdout
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from calculators.cli import build_parser, main
 from calculators.commands import COMMANDS, DEFAULTS
 from calculators.web import CALCULATORS, Field, FieldError, compute, evaluate
-from calculators.web.forms import args_for, argv_for, calculator, clean
+from calculators.web.forms import FILE_ROOT, Calculator, args_for, argv_for, calculator, clean
 from tests.strategies import typed_text
 
 
@@ -24,10 +25,30 @@ def cli_json(argv: list[str]) -> object:
     return json.loads(out.getvalue())
 
 
+def cli_argv(calc: Calculator, values: dict[str, object]) -> list[str]:
+    """`argv_for`, with each file named by the path the page reads it from: the command the
+    page shows names the reader's file alone (`--train mine.jsonl`), to run where it is."""
+    argv = argv_for(calc, values)
+    for f in calc.fields:
+        if f.kind == "file" and values.get(f.name) is not None:
+            argv[argv.index(f.flag) + 1] = str(values[f.name])
+    return argv
+
+
+def test_the_command_names_a_file_by_its_name_alone() -> None:
+    calc = calculator("compare")
+    values = clean(calc, {"predictions": "data/evaluation/digits/predictions.csv"})
+    assert values["predictions"] == os.path.join(
+        FILE_ROOT, "data/evaluation/digits/predictions.csv"
+    )
+    argv = argv_for(calc, values)
+    assert argv[argv.index("--predictions") + 1] == "predictions.csv"
+
+
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
 def test_defaults_equal_the_cli(name: str) -> None:
     calc = calculator(name)
-    argv = argv_for(calc, clean(calc, {}))
+    argv = cli_argv(calc, clean(calc, {}))
     assert json.loads(json.dumps(compute(name))) == cli_json(argv)
 
 
@@ -136,7 +157,7 @@ def test_args_equal_what_the_cli_parses_from_the_same_command_line(
     name, inputs = case
     calc = calculator(name)
     values = clean(calc, inputs)
-    assert vars(args_for(calc, values)) == _parsed(argv_for(calc, values))
+    assert vars(args_for(calc, values)) == _parsed(cli_argv(calc, values))
 
 
 def test_args_do_not_share_the_default_lists() -> None:

@@ -32,7 +32,8 @@ _spec.loader.exec_module(hook)
 
 
 def page(uri: str = "guide.md") -> SimpleNamespace:
-    return SimpleNamespace(file=SimpleNamespace(src_uri=uri))
+    # MkDocs' directory URLs: "guide.md" is served at "guide/"
+    return SimpleNamespace(file=SimpleNamespace(src_uri=uri), url=uri.removesuffix(".md") + "/")
 
 
 def render(markdown: str, docs_dir: Path = ROOT / "docs") -> tuple[str, str]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 # An argparse.Namespace or a types.SimpleNamespace with the calculator's DEFAULTS keys.
 Args = Any
 
-Kind = Literal["int", "float", "choice", "text", "lines", "bool"]
+Kind = Literal["int", "float", "choice", "text", "lines", "bool", "file"]
 
 _SAME = object()  # `example` not given: the page shows `default`
 
@@ -31,10 +31,13 @@ class Input:
               name, the shared link's parameter and the namespace's attribute.
     label, unit, help: how the page and `--help` name and explain it.
     kind:     int | float | choice | text | bool (a switch) | lines (a flag repeated
-              once per value; one value per line on the page).
+              once per value; one value per line on the page) | file (a path on the
+              command line; on the page, a file the reader picks, read by the browser and
+              never sent anywhere: the worker gives the calculator its path).
     default:  the value when the flag is not given (None: left out).
     example:  the value the page's form starts with, where it is not `default` (the page
-              shows a worked example; the command line asks nothing of the reader).
+              shows a worked example; the command line asks nothing of the reader). For a
+              file: its path under the site's docs/ folder, which the page starts with.
     minimum, maximum: bounds the page checks as the reader types (the calculators check
               their own at their dataclasses).
     choices:  the values of a choice (a select on the page).
@@ -89,6 +92,8 @@ class Calculator:
     csv:      the JSON result -> the CSV the page's download gives, where a table serves
               the reader better than every field (a run table to fill); None: every
               field as `field,value` rows.
+    tables:   the JSON result -> more CSV downloads by file stem ({"regressions": CSV}),
+              where the result holds several tables a reader would open apart.
     renamed:  fields of the calculators' dataclasses that an input feeds under another
               name ({"price_per_gpu_hour": "price"}), so that an error names the input.
     order:    its place in the command line's list.
@@ -102,6 +107,7 @@ class Calculator:
     run: Callable[[Args], tuple[Any, str]]
     html: Callable[[dict[str, Any]], str] | None = None
     csv: Callable[[dict[str, Any]], str] | None = None
+    tables: Callable[[dict[str, Any]], dict[str, str]] | None = None
     renamed: dict[str, str] = field(default_factory=dict)
     order: int = 100
 

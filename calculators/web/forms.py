@@ -17,6 +17,7 @@ by the field's label. Argparse stays out of the browser's path.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
@@ -32,6 +33,11 @@ from calculators.parsing import parse_float, parse_int
 
 # One field of a form: the declared input, with the form's starting value as `default`.
 Field = Input
+
+# Where a file input's relative path is read from: the site's docs/ folder, which holds the
+# example files the pages start with (the build reads them there; the browser's worker
+# writes the example and the reader's own files under its own folder and sets this to it).
+FILE_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "docs")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +164,8 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
                     f.name, f"{_named(f)} must be one of {', '.join(f.choices)}; got {shown(raw)}"
                 )
             out[f.name] = raw
+        elif f.kind == "file":
+            out[f.name] = os.path.join(FILE_ROOT, str(raw).strip())
         else:
             out[f.name] = str(raw).strip()
     return out
@@ -176,6 +184,8 @@ def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
             for line in str(value).splitlines():
                 if line.strip():
                     argv += [f.flag, line.strip()]
+        elif f.kind == "file":  # the reader's own copy of the file has its name, not our path
+            argv += [f.flag, os.path.basename(str(value))]
         else:
             argv += [f.flag, str(value)]
     return argv

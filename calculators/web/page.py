@@ -33,6 +33,7 @@ def evaluate(name: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         "result_json": json.dumps(result, allow_nan=False),
         "html": render_result(name, result),
         "csv": (DECLARED[name].csv or to_csv)(result),
+        "tables": DECLARED[name].tables(result) if DECLARED[name].tables else {},
         "command": command_line(argv_for(calc, clean(calc, inputs or {}))),
     }
 
@@ -56,11 +57,28 @@ def command_line(argv: list[str]) -> str:
     return "python -m calculators " + " ".join(shell_quote(a) for a in argv) + " --json"
 
 
-def _field_html(form_id: str, f: Field, value: Any) -> str:
+def _file_control(fid: str, f: Field, value: Any, described: str, site_root: str) -> str:
+    """A file picker that starts on the example file (a path under docs/, served by the
+    site at the same path): the page computes with the example until the reader picks a
+    file of their own, which the browser reads locally."""
+    example = str(value)
+    name = example.rsplit("/", 1)[-1]
+    return (
+        f'<input id="{fid}" name="{f.name}" type="file" accept=".txt,.jsonl,.csv" '
+        f'data-example="{escape(example)}" {described}>'
+        f'<small class="kd-file" data-file-current>Computing with the example file '
+        f'<a href="{escape(site_root + example)}" download>{escape(name)}</a>; '
+        "a file you pick is read by your browser and never leaves it.</small>"
+    )
+
+
+def _field_html(form_id: str, f: Field, value: Any, site_root: str = "") -> str:
     fid = f"{form_id}-{f.name}"
     unit = f' <span class="kd-unit">({escape(f.unit)})</span>' if f.unit else ""
     described = f'aria-describedby="{fid}-help {fid}-error"'
-    if f.kind == "choice":
+    if f.kind == "file":
+        control = _file_control(fid, f, value, described, site_root)
+    elif f.kind == "choice":
         options = "".join(
             f'<option value="{escape(c)}"{" selected" if c == value else ""}>{escape(c)}</option>'
             for c in f.choices
@@ -97,10 +115,23 @@ def _field_html(form_id: str, f: Field, value: Any) -> str:
     )
 
 
-def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str = "") -> str:
+def _table_links(name: str, tables: dict[str, str]) -> str:
+    """A download link per CSV table the calculator declares beyond its main CSV."""
+    return "".join(
+        f'<a data-download="csv:{escape(stem)}" download="{name}-{escape(stem)}.csv" '
+        f'href="data:text/csv;charset=utf-8,{percent_encode(text)}">{escape(stem)} (CSV)</a> '
+        for stem, text in tables.items()
+    )
+
+
+def form_html(
+    name: str, inputs: dict[str, Any] | None = None, *, form_id: str = "", site_root: str = ""
+) -> str:
     """The form for calculator `name` with `inputs` preset and its result prerendered.
 
-    Raises FieldError for preset inputs the calculator rejects (a page must not ship one).
+    `site_root` is the site's root relative to the page ("../../"): a file input links its
+    example file there. Raises FieldError for preset inputs the calculator rejects (a page
+    must not ship one).
     """
     calc = calculator(name)
     inputs = dict(inputs or {})
@@ -109,7 +140,7 @@ def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str =
         raise FieldError(answer["field"], answer["message"])
     values = {**calc.defaults(), **inputs}
     form_id = form_id or f"kd-{name}"
-    fields = "".join(_field_html(form_id, f, values.get(f.name)) for f in calc.fields)
+    fields = "".join(_field_html(form_id, f, values.get(f.name), site_root) for f in calc.fields)
     preset = escape(json.dumps(inputs, sort_keys=True))
     json_url = "data:application/json;charset=utf-8," + percent_encode(answer["result_json"])
     csv_url = "data:text/csv;charset=utf-8," + percent_encode(answer["csv"])
@@ -127,7 +158,9 @@ def form_html(name: str, inputs: dict[str, Any] | None = None, *, form_id: str =
         f'href="{json_url}">JSON</a> '
         f'<a data-download="csv" download="{name}.csv" '
         f'href="{csv_url}">CSV</a> '
-        '<span class="kd-status" data-status>computed at build time</span></p>'
+        f"{_table_links(name, answer['tables'])}"
+        '<span class="kd-status" data-status>computed at build time</span>'
+        '<progress class="kd-progress" data-progress max="1" value="0" hidden></progress></p>'
         f'<p class="kd-command">Same result on the command line: '
         f"<code data-command>{escape(answer['command'])}</code></p>"
         "</form>"

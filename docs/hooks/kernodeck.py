@@ -58,6 +58,7 @@ from calculators.model.presets import get_preset, load_preset, preset_ids
 from calculators.model.spec import ModelSpec
 from calculators.units import format_count, format_gib
 from calculators.web import CALCULATORS, compute, form_html
+from calculators.web import forms as web_forms
 from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
 from calculators.web.render import bar_chart_svg
@@ -100,6 +101,8 @@ _FORMATS: dict[str, Any] = {
     "pct": lambda v: f"{v:.0%}",
     "pct1": lambda v: f"{v:.1%}",
     "fits": lambda v: _verdict(v),
+    # a list of numbers as a calculator's comma-separated input: every digit kept
+    "list": lambda v: ",".join(repr(x) if isinstance(x, float) else str(x) for x in v),
 }
 
 
@@ -420,6 +423,8 @@ def on_config(config: Any) -> Any:
     missing += [f for f in KATEX_FILES if not (NODE / "katex" / "dist" / f).is_file()]
     if missing:
         raise PluginError(f"node_modules lacks {', '.join(missing)}: run `npm ci` (make node)")
+    # A calculator's example file is a path under docs/, where the site serves it too.
+    web_forms.FILE_ROOT = str(config["docs_dir"])
     return config
 
 
@@ -506,6 +511,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     where = page.file.src_uri
     examples: dict[str, dict[str, Any]] = {}
     forms: list[str] = []
+    site_root = "../" * page.url.count("/")  # "evaluation/evaluation-set/" -> "../../"
 
     def block(chunk: str) -> str:
         m = _BLOCK.match(chunk)
@@ -514,12 +520,14 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         name = m.group(1)
         if name not in CALCULATORS:
             raise PluginError(f"{where}: unknown calculator {name!r}")
-        opts = _options(m.group(2), where)
+        # A value may quote a committed file: `a: [[data:evaluation/digits/seeds.json:a|list]]`
+        opts = _options(_REF.sub(ref, m.group(2)), where)
         ex_id = opts.pop("id", None)
         show = opts.pop("show", "yes") != "no"
         try:
             result = compute(name, opts)
-            html = form_html(name, opts, form_id=f"kd-{name}-{len(forms)}") if show else ""
+            form_id = f"kd-{name}-{len(forms)}"
+            html = form_html(name, opts, form_id=form_id, site_root=site_root) if show else ""
         except ValueError as e:
             raise PluginError(f"{where}: calculator {name}: {e}") from None
         if ex_id:
@@ -618,6 +626,14 @@ def _resolve(
         if "/" in name or not report.is_file():
             raise PluginError(f"{label}: no report {name!r} in docs/data/validation")
         return _fmt(_path(json.loads(report.read_text(encoding="utf-8")), field, label), fmt, label)
+    if source == "data":  # [[data:evaluation/digits/seeds.json:a|list]]: a committed data file
+        name, _, field = path.partition(":")
+        data = (docs_dir / "data" / name).resolve()
+        if not name.endswith(".json") or not data.is_relative_to((docs_dir / "data").resolve()):
+            raise PluginError(f"{label}: {name!r} must be a .json file under docs/data")
+        if not data.is_file():
+            raise PluginError(f"{label}: no file {name!r} in docs/data")
+        return _fmt(_path(json.loads(data.read_text(encoding="utf-8")), field, label), fmt, label)
     if source == "gpu":  # [[gpu:h200:memory_vendor]]: the catalog's figures
         gid, _, attr = path.partition(":")
         return _fmt(getattr(get_gpu(gid), attr), fmt, label)

@@ -3,6 +3,9 @@
 (() => {
   "use strict";
   const base = new URL("./", document.currentScript.src);
+  const siteRoot = new URL("../../", base); // this script is assets/kd/calculator.js
+  // Example files a form starts with, fetched once per page from this site.
+  const examples = new Map(); // url -> Promise<ArrayBuffer>
   // A computation the worker has not answered after this long is taken for a hang: the
   // worker is stopped and a fresh one answers the next request, so one input that computes
   // forever cannot leave the form stuck. Loading Pyodide (seconds) does not count: the clock
@@ -29,6 +32,10 @@
       const data = event.data;
       if ("ready" in data) {
         current.loaded = true;
+      } else if ("progress" in data) {
+        // A long computation says how far it is: it is alive, so its clock restarts below.
+        const request = waiting.get(data.id);
+        if (request && request.onProgress) request.onProgress(data.progress);
       } else {
         const request = waiting.get(data.id);
         waiting.delete(data.id);
@@ -78,23 +85,50 @@
 
   function send(request) {
     waiting.set(request.id, request);
-    const { id, name, inputs } = request;
-    startWorker().handle.postMessage({ id, name, inputs });
+    const { id, name, inputs, files } = request;
+    startWorker().handle.postMessage({ id, name, inputs, files });
     if (waiting.size === 1) armWatchdog(); // the worker was idle: it starts on this one
   }
 
-  function call(name, inputs) {
+  function call(name, inputs, files, onProgress) {
     const id = ++nextId;
-    return new Promise((resolve) => send({ id, name, inputs, resolve }));
+    return new Promise((resolve) => send({ id, name, inputs, files, resolve, onProgress }));
   }
 
   function readInputs(form) {
     const inputs = {};
     for (const el of form.elements) {
-      if (!el.name) continue;
+      if (!el.name || el.type === "file") continue;
       inputs[el.name] = el.type === "checkbox" ? el.checked : el.value;
     }
     return inputs;
+  }
+
+  function example(path) {
+    const url = new URL(path, siteRoot).href;
+    if (!examples.has(url)) {
+      const loaded = fetch(url).then((response) => {
+        if (!response.ok) throw new Error(`example file ${path}: HTTP ${response.status}`);
+        return response.arrayBuffer();
+      });
+      loaded.catch(() => examples.delete(url)); // a failed fetch is tried again next time
+      examples.set(url, loaded);
+    }
+    return examples.get(url);
+  }
+
+  // The form's files: the reader's own, read here and handed to the worker only, or the
+  // example the page starts with. Each input's value is the file's path in the worker.
+  async function readFiles(form, inputs) {
+    const files = [];
+    for (const el of form.elements) {
+      if (!el.name || el.type !== "file") continue;
+      const own = el.files && el.files[0];
+      const path = own ? `uploads/${el.name}/${own.name}` : el.dataset.example;
+      files.push({ path, bytes: own ? await own.arrayBuffer() : await example(path) });
+      inputs[el.name] = path;
+    }
+    return files;
   }
 
   // A field the link leaves out keeps the page's value: links made before links carried
@@ -103,7 +137,7 @@
     const params = new URLSearchParams(window.location.search);
     if (params.get("calc") !== form.dataset.calculator) return;
     for (const el of form.elements) {
-      if (!el.name || !params.has(el.name)) continue;
+      if (!el.name || el.type === "file" || !params.has(el.name)) continue;
       const value = params.get(el.name);
       if (el.type === "checkbox") el.checked = value === "true";
       else el.value = value;
@@ -114,6 +148,7 @@
   // the page's default, which is not what the reader saw (a cleared optional field).
   function shareUrl(form) {
     const params = new URLSearchParams({ calc: form.dataset.calculator });
+    // A file cannot travel in a link: the form opened from it starts on the example file.
     for (const [key, value] of Object.entries(readInputs(form))) params.set(key, String(value));
     const url = new URL(window.location.href);
     url.search = params.toString();
@@ -151,6 +186,19 @@
     }
   }
 
+  // Says which file the form computes with: the reader's (by name) or the example.
+  function describeFile(el) {
+    const own = el.files && el.files[0];
+    const line = el.parentElement.querySelector("[data-file-current]");
+    if (!line) return;
+    if (!line.dataset.example) line.dataset.example = line.innerHTML;
+    if (own) {
+      line.textContent = `Computing with your file ${own.name}, read by your browser; it never leaves it.`;
+    } else {
+      line.innerHTML = line.dataset.example;
+    }
+  }
+
   function bind(form) {
     if (form.dataset.kdBound) return;
     form.dataset.kdBound = "1";
@@ -158,15 +206,36 @@
     const result = form.querySelector("[data-result]");
     const status = form.querySelector("[data-status]");
     const share = form.querySelector("[data-share]");
+    const progress = form.querySelector("[data-progress]");
     let latest = 0;
+
+    function showProgress(ticket, { done, total, what }) {
+      if (ticket !== latest || !progress) return;
+      progress.hidden = false;
+      progress.max = Math.max(total, 1);
+      progress.value = Math.min(done, total);
+      status.textContent = `${what}: ${done.toLocaleString("en")} of ${total.toLocaleString("en")}`;
+    }
 
     async function recompute() {
       const ticket = ++latest;
       const inputs = readInputs(form);
       share.href = shareUrl(form);
       status.textContent = "computing in your browser…";
-      const reply = await call(name, inputs);
+      let files;
+      try {
+        files = await readFiles(form, inputs);
+      } catch (error) {
+        if (ticket !== latest) return;
+        clearErrors(form);
+        status.textContent = "a file could not be read; the result shown is the last good one";
+        showError(form, "", String(error && error.message ? error.message : error));
+        return;
+      }
+      if (ticket !== latest) return;
+      const reply = await call(name, inputs, files, (p) => showProgress(ticket, p));
       if (ticket !== latest) return; // a newer change is on its way
+      if (progress) progress.hidden = true;
       clearErrors(form);
       if (reply.timedOut) {
         const why = `this input took more than ${reply.ms / 1000} s to compute, so it was stopped`;
@@ -196,13 +265,20 @@
       form.querySelector("[data-command]").textContent = answer.command;
       setDownload(form.querySelector('[data-download="json"]'), answer.result_json, "application/json");
       setDownload(form.querySelector('[data-download="csv"]'), answer.csv, "text/csv");
+      for (const [stem, text] of Object.entries(answer.tables || {})) {
+        const link = form.querySelector(`[data-download="csv:${stem}"]`);
+        if (link) setDownload(link, text, "text/csv");
+      }
       status.textContent = "recomputed in your browser";
     }
 
     form.addEventListener("submit", (event) => event.preventDefault());
-    form.addEventListener("input", recompute);
+    form.addEventListener("input", (event) => {
+      if (event.target.type !== "file") recompute(); // a file: its change event below
+    });
     form.addEventListener("change", (event) => {
       if (event.target.type === "checkbox" || event.target.tagName === "SELECT") return;
+      if (event.target.type === "file") describeFile(event.target);
       recompute();
     });
     share.addEventListener("click", (event) => {

@@ -26,8 +26,39 @@ const ready = (async () => {
       "from calculators.web import run_json",
   );
   mark("imported");
-  return pyodide.globals.get("run_json");
+  setUpFiles(pyodide);
+  return { pyodide, runJson: pyodide.globals.get("run_json") };
 })();
+
+// Files the forms hand over (the reader's own, or a page's example) live here; a file
+// input's value is a path under it. The calculators read them as the command line does.
+const FILES = "/home/pyodide/files";
+let current = 0; // the request being computed: progress reports are about it
+let lastProgress = 0;
+
+function setUpFiles(pyodide) {
+  pyodide.FS.mkdirTree(FILES);
+  pyodide.runPython(
+    `import calculators.web.forms as forms\nforms.FILE_ROOT = ${JSON.stringify(FILES)}`,
+  );
+  // At most ten reports a second reach the page, and the last one of a step always does.
+  const listen = pyodide.runPython("from calculators.progress import listen\nlisten");
+  listen((done, total, what) => {
+    const now = performance.now();
+    if (done < total && now - lastProgress < 100) return;
+    lastProgress = now;
+    self.postMessage({ id: current, progress: { done, total, what } });
+  });
+  listen.destroy();
+}
+
+function writeFiles(pyodide, files) {
+  for (const { path, bytes } of files || []) {
+    const target = `${FILES}/${path}`;
+    pyodide.FS.mkdirTree(target.slice(0, target.lastIndexOf("/")));
+    pyodide.FS.writeFile(target, new Uint8Array(bytes));
+  }
+}
 
 // The page times each computation from this message on: loading takes seconds and must not
 // count. A failed load says so too (each request then answers with the error).
@@ -37,9 +68,11 @@ ready.then(
 );
 
 self.onmessage = async (event) => {
-  const { id, name, inputs } = event.data;
+  const { id, name, inputs, files } = event.data;
   try {
-    const runJson = await ready;
+    const { pyodide, runJson } = await ready;
+    writeFiles(pyodide, files);
+    current = id;
     const started = performance.now();
     const answer = JSON.parse(runJson(name, JSON.stringify(inputs)));
     if (!("computed" in self.kdStartup)) mark("computed");
