@@ -77,6 +77,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.accuracy_weights
 	$(PY) -m benchmarks.accuracy_training
 	$(PY) -m benchmarks.speed_calculators
+	$(PY) -m benchmarks.speed_leakage
 	$(MAKE) --no-print-directory chromium node
 	$(PY) -m benchmarks.pyodide_calculators
 	$(PY) -m benchmarks.site_load
