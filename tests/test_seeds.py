@@ -28,6 +28,7 @@ from calculators.statistics.seeds import (
     SD_RANGE,
     PairedComparison,
     PairedResult,
+    exact_differences,
     minimum_detectable_effect,
     paired_difference,
     paired_power,
@@ -426,6 +427,7 @@ def test_public_api():
             "SD_RANGE",
             "PairedComparison",
             "PairedResult",
+            "exact_differences",
             "minimum_detectable_effect",
             "paired_difference",
             "paired_power",
@@ -593,3 +595,238 @@ def test_power_calculators_are_json_safe(effect, sd, n, ap):
         assert e.field == "effect" and "needs more than max_seeds" in str(e)
     assert all(math.isfinite(v) for v in values), values
     json.dumps(values, allow_nan=False)
+
+
+def test_exact_differences_are_the_typed_decimals():
+    # 0.3 - 0.1 and 0.2 - 0.0 are 0.19999999999999998 and 0.2 in doubles; as typed, both
+    # are 2 tenths
+    diffs, common = exact_differences(PairedComparison(a=(0.1, 0.0), b=(0.3, 0.2)))
+    assert (diffs, common) == ((2, 2), 10)
+    diffs, common = exact_differences(PairedComparison(a=(1, 2.5), b=(3, 0.25)))
+    assert (diffs, common) == ((200, -225), 100)  # 2 and -2.25 in hundredths
+
+
+# --- The command: the exact tests, the expected best of n trials, the page.
+
+README_A = "0.80,0.82,0.79,0.81,0.80"
+README_B = "0.82,0.83,0.81,0.84,0.81"
+
+
+def seeds_result(**inputs: str) -> dict:
+    from calculators.web import compute
+
+    return json.loads(json.dumps(compute("seeds", inputs), allow_nan=False))
+
+
+def test_readme_example_has_its_exact_tests():
+    r = seeds_result(a=README_A, b=README_B, trials="")
+    # differences 2, 1, 2, 3, 1 hundredths, all positive: only the observed pattern and
+    # its mirror image reach |sum| 9, so p = 2 / 2^5 = 0.0625, while the t test gives
+    # 0.0086: five seeds cannot give an exact p below 1/16
+    assert r["permutation_p_value"] == 0.0625
+    assert r["permutation"] == {"patterns": 32, "at_least_as_extreme": 2}
+    assert r["paired"]["p_value"] == pytest.approx(0.00858, abs=1e-5)
+    # b beats a on every seed (chance 1/32 with no effect), but not every b run is above
+    # every a run: a's 0.82 is above b's 0.81 (chance 1 / C(10, 5) = 1/252)
+    assert r["all_pairs_beat"] is True
+    assert r["all_pairs_beat_probability"] == 1 / 32
+    assert r["all_beat"] is False
+    assert r["all_beat_probability"] == 1 / 252
+    assert r["scores"] == {"a": [0.8, 0.82, 0.79, 0.81, 0.8], "b": [0.82, 0.83, 0.81, 0.84, 0.81]}
+    assert "expected_max" not in r
+
+
+def test_recorded_fields_are_unchanged():
+    # every field the behaviour record holds for a seeds example keeps its value; the new
+    # fields come on top
+    record = json.loads((Path(__file__).parent / "data" / "behaviour.json").read_text())
+    entries = [e for e in record["pages"] if e["name"] == "seeds"]
+    assert entries
+    for entry in entries:
+        r = seeds_result(**entry["inputs"])
+        for key, value in entry["result"].items():
+            assert r[key] == value, key
+
+
+def test_more_than_twenty_seeds_have_no_exact_test_and_say_why():
+    a = ",".join(f"0.{50 + i}" for i in range(21))
+    b = ",".join(f"0.{51 + i}" for i in range(21))
+    r = seeds_result(a=a, b=b, trials="")
+    assert r["permutation_p_value"] is None and r["permutation"] is None
+    assert any("up to 20 seeds" in n and "t test" in n for n in r["notes"])
+    assert r["all_beat_probability"] == pytest.approx(1 / 538_257_874_440)  # C(42, 21)
+
+
+def test_trials_alone_give_the_expected_best():
+    r = seeds_result(a="", b="", trials="0.7,0.5,0.9,0.7", effect="")
+    # the worked values of tests/test_expected_max.py
+    assert [c["n"] for c in r["expected_max"]] == [1, 2, 3, 4]
+    assert [c["value"] for c in r["expected_max"]] == pytest.approx(
+        [0.7, 0.775, 0.8125, 0.8359375], abs=1e-15
+    )
+    assert r["trials_best"] == 0.9
+    assert "paired" not in r and "permutation_p_value" not in r
+
+
+def test_the_trials_example_is_the_digits_search():
+    # the form starts with the 16 trials of the committed example data
+    from calculators.commands.seeds import CALCULATOR
+
+    seeds = json.loads(
+        (Path(__file__).parents[1] / "docs/data/evaluation/digits/seeds.json").read_text()
+    )
+    example = CALCULATOR.input("trials").page_default
+    assert [float(x) for x in example.split(",")] == seeds["trials"]
+
+
+def test_the_page_example_has_every_part():
+    from calculators.web import compute, render_result
+
+    r = compute("seeds")
+    assert {"paired", "permutation_p_value", "expected_max", "seeds_needed"} <= set(r)
+    html = render_result("seeds", r)
+    assert "permutation p-value (exact sign-flip)" in html
+    assert "1 / C(2k, k)" in html
+    assert html.count('<div class="kd-charts">') == 2  # the strip plot, the curve
+    assert "Expected best validation score after n trials" in html
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--trials", "0.5,x"], "--trials must be comma-separated numbers, got '0.5,x'"),
+        (["--trials", ",".join(["0.5"] * 501)], "--trials must have 1 to 500 scores"),
+        (["--trials", "0.5,1e-300"], "--trials must be 0 or of magnitude 1e-200 to 1e200"),
+        ([], "give --a and --b, or --trials, or --sd-difference"),
+    ],
+)
+def test_bad_trials_are_one_error_line(capsys, argv, words):
+    from calculators.cli import main
+
+    assert main(["seeds", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert words in err[0]
+
+
+# --- The strip plot (calculators.web.render.strip_plot_svg), as the seeds page draws it.
+
+
+def strip(**kwargs) -> str:
+    from calculators.web.render import strip_plot_svg
+
+    base = {
+        "title": "scores per seed",
+        "value_label": "score",
+        "paired": True,
+        "differences": [0.02, 0.01, 0.02, 0.03, 0.01],
+        "interval": (0.0076, 0.0284),
+        "interval_label": "95% t interval of the mean difference",
+    }
+    rows = [("A", [0.80, 0.82, 0.79, 0.81, 0.80]), ("B", [0.82, 0.83, 0.81, 0.84, 0.81])]
+    return strip_plot_svg(kwargs.pop("rows", rows), **{**base, **kwargs})
+
+
+LONG = "a name far too long for the margin of any layout " * 3
+
+
+def _strip_charts() -> dict[str, str]:
+    return {
+        "strip plot": strip(),
+        "strip plot, long names and huge values": strip(
+            rows=[(LONG, [1e299, -1e299, 0.0]), ("B" + LONG, [5e298, 1.0, -3.0])],
+            differences=[-1e299, 1e299, -3.0],
+            interval=(-1e299, 1e299),
+            difference_label=LONG,
+            interval_label=LONG,
+            value_label=LONG,
+            title=LONG,
+        ),
+        "strip plot, one value": strip(
+            rows=[("A", [0.5])], paired=False, differences=[], interval=None
+        ),
+        "strip plot, equal values": strip(
+            rows=[("A", [0.8] * 9), ("B", [0.8] * 9)],
+            differences=[0.0] * 9,
+            interval=None,
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_strip_charts()))
+def test_strip_plots_pass_the_checks_every_chart_does(name, monkeypatch):
+    from tests import test_web_render as shared
+
+    monkeypatch.setitem(shared.CHARTS, name, _strip_charts()[name])
+    shared.test_nothing_is_drawn_outside_the_chart(name)
+    shared.test_both_layouts_carry_the_same_title_and_data(name)
+
+
+def _dots(svg) -> list[str]:
+    from tests.test_web_render import SVG
+
+    return [c.findtext(f"{SVG}title") or "" for c in svg.iter(f"{SVG}circle")]
+
+
+def test_strip_plot_draws_every_seed_the_pairs_and_the_interval():
+    from tests.test_web_render import SVG, layouts
+
+    for svg in layouts(strip()).values():
+        dots = _dots(svg)
+        assert sum(d.startswith("A, seed ") for d in dots) == 5
+        assert sum(d.startswith("B, seed ") for d in dots) == 5
+        assert "B, seed 4: 0.84" in dots
+        assert sum(d.startswith("difference, seed ") for d in dots) == 5
+        assert "mean difference: 0.018" in dots
+        assert len(list(svg.iter(f"{SVG}polyline"))) == 5  # one line per seed
+        tips = [t.text or "" for t in svg.iter(f"{SVG}title")]
+        assert "95% t interval of the mean difference: 0.0076 to 0.0284" in tips
+        assert "A mean: 0.804" in tips and "B mean: 0.822" in tips
+        text = " ".join(t.text or "" for t in svg.iter(f"{SVG}text"))
+        assert "0.0076 to 0.0284" in text
+
+
+def test_strip_plot_reads_in_dark_mode():
+    # text and axes in the text colour, marks in the palette: nothing fixed to black or white
+    html = strip()
+    assert 'fill="currentColor"' in html
+    for fixed in ("#000", "#fff", "black", "white"):
+        assert fixed not in html.lower()
+
+
+def test_equal_scores_are_stacked_not_hidden():
+    from tests.test_web_render import SVG, layouts
+
+    html = strip(rows=[("A", [0.8] * 3), ("B", [0.9] * 3)], differences=[], interval=None)
+    for svg in layouts(html).values():
+        a = [c for c in svg.iter(f"{SVG}circle") if (c.findtext(f"{SVG}title") or "")[0] == "A"]
+        assert len({c.get("cy") for c in a}) == 3
+
+
+def test_strip_plot_draws_up_to_its_bound_and_says_so():
+    from calculators.web.render import STRIP_MAX_POINTS
+    from tests.test_web_render import SVG, layouts
+
+    many = [i / 10_000 for i in range(STRIP_MAX_POINTS + 5)]
+    html = strip(rows=[("A", many), ("B", many)], differences=[], interval=None)
+    for svg in layouts(html).values():
+        assert len(_dots(svg)) == 2 * STRIP_MAX_POINTS
+        assert (svg.findtext(f"{SVG}title") or "").endswith(
+            f"(the first {STRIP_MAX_POINTS:,} seeds drawn)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"rows": []}, "no row"),
+        ({"rows": [("A", [])]}, "'A' has no points"),
+        ({"rows": [("A", [0.5, math.nan])]}, "finite numbers"),
+        ({"rows": [("A", [0.5]), ("B", [0.5, 0.6])]}, "one value per seed"),
+        ({"interval": (0.03, 0.01)}, "above high"),
+        ({"differences": [math.inf]}, "finite numbers"),
+    ],
+)
+def test_strip_plot_refuses_what_it_cannot_draw(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        strip(**kwargs)

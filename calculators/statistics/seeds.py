@@ -50,6 +50,7 @@ __all__ = [
     "SD_RANGE",
     "PairedComparison",
     "PairedResult",
+    "exact_differences",
     "minimum_detectable_effect",
     "paired_difference",
     "paired_power",
@@ -445,16 +446,15 @@ class PairedResult:
         return self.ci_low > 0 or self.ci_high < 0
 
 
-def paired_difference(q: PairedComparison) -> PairedResult:
-    """Mean difference, sd, Student-t confidence interval and two-sided p-value.
+def exact_differences(q: PairedComparison) -> tuple[tuple[int, ...], int]:
+    """The differences b_i - a_i exactly, as integers over one common denominator:
+    (D, c) with D_i / c == typed_value(b_i) - typed_value(a_i) and c a power of ten.
 
-    The differences are exact rationals of the typed scores (over a common denominator,
-    as integers), so mean, variance and t are exact until each is rounded once to a
-    double: mean = Σd / n, sd = √(n Σd² - (Σd)²) / √(n (n-1)), t = Σd √(n-1) / √(n Σd² - (Σd)²).
-    p = 2 P(T > |t|) from the upper tail directly; log10_p_value from its logarithm.
+    Each score is the shortest decimal that reads back as it (what the reader typed,
+    `calculators.decimals.typed_value`), so differences equal as typed are equal here,
+    where their floats may not be (0.3 - 0.1 and 0.2 - 0.0 as doubles differ in the last
+    bit). Scores within SCORE_RANGE keep c at most 10^216 or so.
     """
-    n = len(q.a)
-    df = n - 1
     parts_a = [_decimal_parts(x) for x in q.a]
     parts_b = [_decimal_parts(y) for y in q.b]
     low = min(0, *(e for _, e in parts_a), *(e for _, e in parts_b))
@@ -466,7 +466,21 @@ def paired_difference(q: PairedComparison) -> PairedResult:
             powers[e] = 10 ** (e - low)
         return m * powers[e]
 
-    diffs = [scaled(*y) - scaled(*x) for x, y in zip(parts_a, parts_b, strict=True)]
+    diffs = tuple(scaled(*y) - scaled(*x) for x, y in zip(parts_a, parts_b, strict=True))
+    return diffs, common
+
+
+def paired_difference(q: PairedComparison) -> PairedResult:
+    """Mean difference, sd, Student-t confidence interval and two-sided p-value.
+
+    The differences are exact rationals of the typed scores (over a common denominator,
+    as integers), so mean, variance and t are exact until each is rounded once to a
+    double: mean = Σd / n, sd = √(n Σd² - (Σd)²) / √(n (n-1)), t = Σd √(n-1) / √(n Σd² - (Σd)²).
+    p = 2 P(T > |t|) from the upper tail directly; log10_p_value from its logarithm.
+    """
+    n = len(q.a)
+    df = n - 1
+    diffs, common = exact_differences(q)
     s1 = sum(diffs)
     s2 = sum(d * d for d in diffs)
     spread = n * s2 - s1 * s1  # n (n-1) common² sd², exact

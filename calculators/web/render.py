@@ -882,3 +882,334 @@ def _run_grid(
         body += more
         y += LINE * len(more)
     return _svg(width, y + 8, title, body)
+
+
+# ---- strip plot: per-seed scores, and the interval of their difference -------------------
+
+# Points a strip plot draws per row; a longer row is drawn up to here and the title says
+# so (its table and JSON hold every score).
+STRIP_MAX_POINTS = 1_000
+
+
+def strip_plot_svg(
+    rows: Sequence[tuple[str, Sequence[float]]],
+    *,
+    title: str,
+    value_label: str,
+    paired: bool = False,
+    differences: Sequence[float] = (),
+    difference_label: str = "difference",
+    interval: tuple[float, float] | None = None,
+    interval_label: str = "interval",
+) -> str:
+    """Per-seed scores as dots, one row per variant (name, scores) on a shared axis, each
+    row's mean a tick in its colour; with `paired`, a faint line joins the i-th score of
+    every row (the same seed). With `differences`, a second panel below draws them on
+    their own axis with 0 dashed, their mean as a larger dot and, with `interval` (low,
+    high), the interval as a bar in the text colour, captioned by `interval_label`.
+
+    Each dot's tooltip names its row, its seed (from 1) and its value. Equal values are
+    stacked a few units apart, so that no seed hides another. At most STRIP_MAX_POINTS
+    points a row are drawn; the title says when there are more. ValueError on no rows, a
+    row without values, a value that is not a finite number of magnitude at most 1e300,
+    rows of unequal length when `paired`, or an interval whose low end is above its high.
+    """
+    if not rows:
+        raise ValueError("rows: no row to draw")
+    check = [(name, [(float(i), v) for i, v in enumerate(values)]) for name, values in rows]
+    if differences:
+        check.append((difference_label, [(float(i), d) for i, d in enumerate(differences)]))
+    _check_points(check, [("interval", v) for v in interval or ()], False)
+    if paired and len({len(values) for _, values in rows}) != 1:
+        raise ValueError("rows: paired rows must have one value per seed each")
+    if interval is not None and not interval[0] <= interval[1]:
+        raise ValueError(f"interval: low {interval[0]!r} is above high {interval[1]!r}")
+    longest = max(len(values) for _, values in rows)
+    whole = title
+    if longest > STRIP_MAX_POINTS or len(differences) > STRIP_MAX_POINTS:
+        whole = f"{title} (the first {STRIP_MAX_POINTS:,} seeds drawn)"
+    kept = [(name, list(values[:STRIP_MAX_POINTS])) for name, values in rows]
+    diffs = list(differences[:STRIP_MAX_POINTS])
+    return _both(
+        lambda width: _strip_plot(
+            width,
+            kept,
+            whole,
+            value_label,
+            paired,
+            diffs,
+            difference_label,
+            interval,
+            interval_label,
+        )
+    )
+
+
+def _strip_axis(
+    values: Sequence[float], width: int, left: float, right: float
+) -> tuple[Callable[[float], float], list[tuple[float, str]]]:
+    """A linear axis over `values` between x = left and x = width - right: the x of a
+    value, and the ticks as (x, label)."""
+    lo, hi = min(values), max(values)
+    if not hi - lo > _TINY_SPAN:  # one value, in effect: an axis around it
+        pad = abs(lo) / 2 or 1.0
+        lo, hi = lo - pad, hi + pad
+    ticks = nice_ticks(lo, hi, X_TICKS[width])
+    step, start, stop = ticks[1] - ticks[0], ticks[0], ticks[-1]
+    span = width - left - right
+
+    def px(v: float) -> float:
+        return left + span * _fraction(v - start, stop - start)
+
+    return px, [(px(t), _tick_text(t, step)) for t in ticks]
+
+
+def _stacked(xs: Sequence[float]) -> list[float]:
+    """A vertical offset per dot: 0 for the first at an x, then -4, +4, -8, +8, ...
+    (within 12 units) for the later ones within a dot's width of it."""
+    out = []
+    seen: dict[int, int] = {}
+    for x in xs:
+        k = seen.get(round(x / 4), 0)
+        seen[round(x / 4)] = k + 1
+        out.append(min((k + 1) // 2 * 4, 12) * (-1 if k % 2 else 1))
+    return out
+
+
+def _axis_marks(
+    px_ticks: Sequence[tuple[float, str]], y: float, left: float, right_x: float, width: int
+) -> list[str]:
+    """A horizontal axis line at `y` with its ticks and labels under it (every second,
+    third, ... label where they would touch)."""
+    body = [
+        f'<line x1="{left:.2f}" x2="{right_x:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
+        f'stroke="currentColor"/>'
+    ]
+    spacing = (right_x - left) / max(len(px_ticks) - 1, 1)
+    widest = max(_width(text) for _, text in px_ticks) + 8
+    stride = max(1, math.ceil(widest / spacing))
+    for i, (x, text) in enumerate(px_ticks):
+        body.append(
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{y:.2f}" y2="{y + 4:.2f}" stroke="currentColor"/>'
+        )
+        if i % stride == 0:
+            lx, shown = _place(x, text, 4, width - 4, "middle")
+            body.append(_text(lx, y + 18, shown, anchor="middle", full=text))
+    return body
+
+
+def _strip_plot(
+    width: int,
+    rows: Sequence[tuple[str, Sequence[float]]],
+    title: str,
+    value_label: str,
+    paired: bool,
+    differences: Sequence[float],
+    difference_label: str,
+    interval: tuple[float, float] | None,
+    interval_label: str,
+) -> str:
+    row_h = 34
+    names = max(_width(name) for name, _ in rows)
+    left = min(max(names + 16, 40.0), 0.3 * width)
+    right = 16.0
+    body = _lines(10, 10 + FONT, value_label, width - 20, 2)
+    top = 10 + FONT + LINE * (len(body) - 1) + 22
+    px, ticks = _strip_axis([v for _, values in rows for v in values], width, left, right)
+    ys = [top + i * row_h for i in range(len(rows))]
+    points = []
+    for (_, values), y in zip(rows, ys, strict=True):
+        xs = [px(v) for v in values]
+        points.append([(x, y + dy) for x, dy in zip(xs, _stacked(xs), strict=True)])
+    if paired and len(rows) > 1:
+        for i in range(len(rows[0][1])):
+            coords = " ".join(f"{row[i][0]:.2f},{row[i][1]:.2f}" for row in points)
+            body.append(
+                f'<polyline points="{coords}" fill="none" stroke="currentColor" '
+                f'stroke-opacity="0.3"/>'
+            )
+    for i, ((name, values), y, dots) in enumerate(zip(rows, ys, points, strict=True)):
+        colour = PALETTE[i % len(PALETTE)]
+        lx, shown = _place(left - 8, name, 4, left - 8, "end")
+        body.append(_text(lx, y + 4, shown, anchor="end", full=name))
+        for seed, (v, (x, cy)) in enumerate(zip(values, dots, strict=True)):
+            tip = f"{name}, seed {seed + 1}: {v:.6g}"
+            body.append(
+                f'<circle cx="{x:.2f}" cy="{cy:.2f}" r="5" fill="{colour}" '
+                f'fill-opacity="0.8"><title>{escape(tip)}</title></circle>'
+            )
+        mean = math.fsum(values) / len(values)
+        mx = px(mean)
+        body.append(
+            f'<line x1="{mx:.2f}" x2="{mx:.2f}" y1="{y - 13}" y2="{y + 13}" '
+            f'stroke="{colour}" stroke-width="3"><title>{escape(name)} mean: '
+            f"{escape(f'{mean:.6g}')}</title></line>"
+        )
+    base = ys[-1] + row_h / 2 + 4
+    body += _axis_marks(ticks, base, left, width - right, width)
+    y = base + 18
+    if differences:
+        y += 28
+        head = _lines(10, y, difference_label, width - 20, 2)
+        body += head
+        y += LINE * (len(head) - 1) + 26
+        extent = [*differences, 0.0, *(interval or ())]
+        dx, dticks = _strip_axis(extent, width, left, right)
+        zero = dx(0.0)
+        body.append(
+            f'<line x1="{zero:.2f}" x2="{zero:.2f}" y1="{y - 16}" y2="{y + 16}" '
+            f'stroke="currentColor" stroke-dasharray="4 3"/>'
+        )
+        if interval is not None:
+            low, high = interval
+            body.append(
+                f'<line x1="{dx(low):.2f}" x2="{dx(high):.2f}" y1="{y + 12}" y2="{y + 12}" '
+                f'stroke="currentColor" stroke-width="4"><title>{escape(interval_label)}: '
+                f"{escape(f'{low:.4g}')} to {escape(f'{high:.4g}')}</title></line>"
+            )
+        xs = [dx(d) for d in differences]
+        for seed, (d, x, dy) in enumerate(zip(differences, xs, _stacked(xs), strict=True)):
+            tip = f"{difference_label}, seed {seed + 1}: {d:.6g}"
+            body.append(
+                f'<circle cx="{x:.2f}" cy="{y + dy - 4:.2f}" r="4" fill="{PALETTE[2]}" '
+                f'fill-opacity="0.8"><title>{escape(tip)}</title></circle>'
+            )
+        mean = math.fsum(differences) / len(differences)
+        body.append(
+            f'<circle cx="{dx(mean):.2f}" cy="{y + 12}" r="6" fill="{PALETTE[5]}">'
+            f"<title>mean {escape(difference_label)}: {escape(f'{mean:.4g}')}</title></circle>"
+        )
+        base = y + 26
+        body += _axis_marks(dticks, base, left, width - right, width)
+        y = base + 18
+        if interval is not None:
+            caption = f"{interval_label}: {_keep(f'{interval[0]:.4g} to {interval[1]:.4g}')}"
+            under = _lines(10, y + 22, caption, width - 20, 2)
+            body += under
+            y += 22 + LINE * (len(under) - 1)
+    return _svg(width, y + 10, title, body)
+
+
+# ---- confusion matrix: counts of (reference, prediction) as a heat map ------------------
+
+# Labels a confusion matrix draws; past it, the most frequent ones (the JSON, the tables
+# and the CSV hold every label).
+CONFUSION_MAX_LABELS = 30
+# The darkest shade of a cell: the count written on it in the text colour (currentColor)
+# keeps a contrast of about 7:1 or more on the site's light and dark backgrounds.
+_CELL_MAX_OPACITY = 0.55
+
+
+def confusion_matrix_svg(
+    labels: Sequence[str],
+    matrix: Sequence[Sequence[int]],
+    *,
+    title: str = "confusion matrix: rows are the reference, columns the prediction",
+    heading: str = "rows: reference; columns: prediction",
+) -> str:
+    """A confusion matrix as a heat map: one row per reference label, one column per
+    predicted label (`matrix[i][j]` examples of `labels[i]` predicted as `labels[j]`),
+    under `heading`, the line that names the chart on the page (`title` is its tooltip).
+
+    A cell's shade is its count's share of its row (of the reference class's examples):
+    the diagonal (correct) in the palette's blue, the rest (confusions) in its
+    vermillion, both at most `_CELL_MAX_OPACITY` so that the count written on the cell
+    stays readable in light and dark mode; an empty cell is an outline. Each cell's
+    tooltip gives both labels, the count and the share. Past CONFUSION_MAX_LABELS labels
+    the most frequent ones are drawn (by examples in their row and column), in their
+    given order, and the title says so. ValueError on no labels, a matrix that is not
+    square over them, or a count that is not a whole number >= 0.
+    """
+    k = len(labels)
+    if k == 0:
+        raise ValueError("labels: no labels to draw")
+    if len(matrix) != k or any(len(row) != k for row in matrix):
+        raise ValueError(f"matrix: must be {k} x {k} for {k} labels")
+    for row in matrix:
+        for count in row:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"matrix: {count!r} is not a whole number >= 0")
+    keep = list(range(k))
+    whole = title
+    if k > CONFUSION_MAX_LABELS:
+        weight = [sum(matrix[i]) + sum(row[i] for row in matrix) for i in range(k)]
+        top = sorted(range(k), key=lambda i: (-weight[i], i))[:CONFUSION_MAX_LABELS]
+        keep = sorted(top)
+        whole = f"{title} (the {CONFUSION_MAX_LABELS} most frequent of {k:,} labels)"
+    shown = [labels[i] for i in keep]
+    rows = [[matrix[i][j] for j in keep] for i in keep]
+    totals = [sum(matrix[i]) for i in keep]  # the whole row, drawn columns or not
+    return _both(
+        lambda width: _confusion(width, shown, rows, totals, whole, heading, k > len(keep))
+    )
+
+
+def _confusion(
+    width: int,
+    labels: Sequence[str],
+    rows: Sequence[Sequence[int]],
+    totals: Sequence[int],
+    title: str,
+    heading: str,
+    cut: bool,
+) -> str:
+    k = len(labels)
+    # row labels on the left, up to 30% of the drawing; square cells fill the rest
+    left = min(max(_width(label) for label in labels) + 14, 0.3 * width)
+    left = max(left, 40.0)
+    cell = min(44.0, (width - left - 10) / k)
+    body = _lines(10, 10 + FONT, heading, width - 20, 2)
+    head_y = 10 + FONT + LINE * (len(body) - 1) + 20
+    top = head_y + 6
+    for j, label in enumerate(labels):
+        if cell < _width("x") + 2:
+            break  # no room for even one character: the tooltips name the columns
+        x = left + (j + 0.5) * cell
+        text = _shorten(label, cell - 2)
+        body.append(_text(x, head_y, text, anchor="middle", full=label))
+    for i, (label, row) in enumerate(zip(labels, rows, strict=True)):
+        y = top + i * cell
+        if cell >= FONT:
+            lx, text = _place(left - 6, label, 4, left - 6, "end")
+            body.append(_text(lx, y + cell / 2 + FONT * 0.35, text, anchor="end", full=label))
+        for j, count in enumerate(row):
+            x = left + j * cell
+            share = _fraction(count, totals[i])
+            tip = (
+                f"reference {labels[i]}, predicted {labels[j]}: {count:,} "
+                f"({share:.1%} of the reference's {totals[i]:,})"
+            )
+            if count == 0:
+                style = 'fill="none" stroke="currentColor" stroke-opacity="0.15"'
+            else:
+                colour = PALETTE[0] if i == j else PALETTE[5]
+                opacity = 0.08 + (_CELL_MAX_OPACITY - 0.08) * share
+                style = f'fill="{colour}" fill-opacity="{opacity:.3f}"'
+            body.append(
+                f'<rect x="{x + 0.5:.2f}" y="{y + 0.5:.2f}" width="{cell - 1:.2f}" '
+                f'height="{cell - 1:.2f}" {style}><title>{escape(tip)}</title></rect>'
+            )
+            text = f"{count:,}"
+            if count and _width(text) <= cell - 4 and cell >= FONT + 2:
+                body.append(_text(x + cell / 2, y + cell / 2 + FONT * 0.35, text, anchor="middle"))
+    y = top + k * cell + 22
+    x = 10.0
+    for text, colour in (
+        ("correct (diagonal)", PALETTE[0]),
+        ("confused (off the diagonal)", PALETTE[5]),
+    ):
+        w = 14 + _width(text) + 14
+        if x + w > width - 10 and x > 10:
+            x, y = 10.0, y + 18
+        body.append(
+            f'<rect x="{x:.2f}" y="{y - 10}" width="10" height="10" fill="{colour}" '
+            f'fill-opacity="{_CELL_MAX_OPACITY}"/>'
+        )
+        body.append(_text(x + 14, y, _shorten(text, width - 10 - (x + 14)), full=text))
+        x += w
+    note = "darker: a larger share of the reference class's examples"
+    if cut:
+        note += f"; the {k} most frequent labels drawn"
+    under = _lines(10, y + 20, note, width - 20, 3)
+    body += under
+    return _svg(width, y + 20 + LINE * (len(under) - 1) + 8, title, body)
