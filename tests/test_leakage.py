@@ -7,6 +7,7 @@ import json
 import random
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from calculators.evaluation.leakage import (
     audit,
 )
 from calculators.evaluation.text import jaccard, normalise, shingles, words
+from calculators.web.forms import FILE_ROOT
 
 
 def items(texts, prefix="", **extra):
@@ -348,30 +350,33 @@ def test_json_contract(files):
     )  # fmt: skip
     assert data["train_size"] == 4 and data["eval_size"] == 4
     assert data["exact"]["pairs"] == [{"train": "1", "eval": "a"}, {"train": "3", "eval": "a"}]
-    assert data["exact"]["eval_items"] == 1
+    assert data["exact"]["eval_items"] == ["a"] and data["exact"]["count"] == 1
     assert data["near"]["pairs"] == [
         {"train": "1", "eval": "a", "jaccard": 1.0},
         {"train": "3", "eval": "a", "jaccard": 1.0},
         {"train": "2", "eval": "b", "jaccard": 0.75},
         {"train": "4", "eval": "d", "jaccard": 9 / 11},
     ]
-    assert data["near"]["eval_items"] == 3
-    assert data["within"]["train_duplicates"] == 1  # id 3 repeats id 1
-    assert data["within"]["eval_duplicates"] == 0
-    assert data["within"]["train_groups"] == [["1", "3"]]
+    assert data["near"]["eval_items"] == ["a", "b", "d"] and data["near"]["count"] == 3
+    assert data["within"]["train_duplicates"] == [["1", "3"]]  # id 3 repeats id 1
+    assert data["within"]["train_duplicate_count"] == 1
+    assert data["within"]["eval_duplicates"] == []
+    assert data["within"]["eval_duplicate_count"] == 0
     # the JSON number 2 is the group "2"; null and "" belong to no group
     assert data["groups"]["shared"] == []
-    assert data["groups"]["eval_items"] == 0
+    assert data["groups"]["eval_items"] == [] and data["groups"]["count"] == 0
     assert data["groups"]["eval_without_group"] == 2
     # newest train time: 2024-03-01 (id 3); "2024-01-15 12:30" is older
-    assert data["time"]["eval_items_before_train_end"] == 1
-    assert data["time"]["eval_ids"] == ["b"]
+    assert data["time"]["eval_items_before_train_end"] == ["b"]
+    assert data["time"]["count"] == 1
     assert data["time"]["train_end"] == "2024-03-01T00:00:00"
-    assert data["ngram"]["eval_items"] == 2
+    assert len(data["ngram"]["eval_items"]) == data["ngram"]["count"] == 2
     assert data["lsh"]["bands"] * data["lsh"]["rows"] <= 128
     assert data["flagged_eval_items"] == 3  # a, b, d
     assert data["verdict"] == "leak"
     ids = [p[k] for c in ("exact", "near") for p in data[c]["pairs"] for k in ("train", "eval")]
+    ids += [i for c in ("exact", "near", "groups", "ngram") for i in data[c]["eval_items"]]
+    ids += data["time"]["eval_items_before_train_end"]
     assert all(isinstance(i, str) for i in ids)
 
 
@@ -380,9 +385,9 @@ def test_shared_group_and_unchecked_fields(tmp_path):
     evals = write_jsonl(tmp_path / "b.jsonl", [{"id": 1, "text": "p q", "user": "7"}])
     data = run_json("leakage", "--train", train, "--eval", evals, "--group-field", "user")
     assert data["groups"]["shared"] == ["7"]  # 7 in one file, "7" in the other: one user
-    assert data["groups"]["eval_items"] == 1
+    assert data["groups"]["eval_items"] == ["1"]
     assert data["time"]["checked"] is False
-    assert data["time"]["eval_items_before_train_end"] is None
+    assert data["time"]["eval_items_before_train_end"] == [] and data["time"]["count"] is None
     assert data["time"]["verdict"] == "not checked"
 
 
@@ -405,7 +410,7 @@ def test_csv_files_and_named_fields(tmp_path):
         "--text-field", "body", "--id-field", "key", "--ngram", "3",
     )  # fmt: skip
     # punctuation keeps the texts apart for shingles, not for GPT-3's n-grams
-    assert data["exact"]["eval_items"] == 0
+    assert data["exact"]["eval_items"] == []
     assert data["ngram"]["matches"] == [{"eval": "z", "train": "k1", "ngram": "hello world again"}]
 
 
@@ -438,8 +443,8 @@ def test_page_and_csv(files):
     kinds = [line.split(",")[0] for line in csv_lines[1:]]
     assert kinds.count("exact") == len(data["exact"]["pairs"])
     assert kinds.count("near") == len(data["near"]["pairs"])
-    assert kinds.count("ngram") == data["ngram"]["eval_items"]
-    assert kinds.count("within-train") == data["within"]["train_duplicates"]
+    assert kinds.count("ngram") == data["ngram"]["count"]
+    assert kinds.count("within-train") == data["within"]["train_duplicate_count"]
 
 
 def test_page_caps_the_rows_it_shows(tmp_path):
@@ -568,3 +573,24 @@ def test_planted_near_copies_are_found_with_their_jaccard():
     assert {(p.train, p.eval) for p in r.near.pairs} == {(f"t{i}", f"e{i}") for i in range(200)}
     assert {p.jaccard for p in r.near.pairs} == {35 / 37}
     assert r.exact.pairs_total == 0
+
+
+def test_the_example_files_give_what_their_generator_planted():
+    """The leakage example's generator (docs/data/evaluation/make_leakage_example.py)
+    lists under `expected` what an exact comparison of every pair finds; the audit, with
+    its LSH candidates, finds the same items, which the evaluation-set guide states."""
+    folder = Path(FILE_ROOT) / "data" / "evaluation" / "leakage"
+    expected = json.loads((folder / "planted.json").read_text(encoding="utf-8"))["expected"]
+    data = run_json(
+        "leakage", "--train", str(folder / "train.jsonl"), "--eval", str(folder / "eval.jsonl"),
+        "--group-field", "user", "--time-field", "date",
+    )  # fmt: skip
+    for key in ("exact.eval_items", "near.eval_items", "ngram.eval_items", "groups.shared",
+                "groups.eval_items", "time.eval_items_before_train_end"):  # fmt: skip
+        check, field = key.split(".")
+        assert sorted(data[check][field]) == sorted(expected[key]), key
+    for key in ("within.train_duplicates", "within.eval_duplicates"):
+        assert sorted(data["within"][key.split(".")[1]]) == sorted(expected[key]), key
+    assert len(data["near"]["pairs"]) == expected["near.pairs"]
+    for key in ("train_size", "eval_size"):
+        assert data[key] == expected[key]

@@ -130,9 +130,9 @@ def _rate(count: int, size: int) -> float:
 def _pairs_json(check: PairCheck, eval_size: int, with_jaccard: bool) -> dict[str, Any]:
     return {
         "verdict": LEAK if check.eval_ids else CLEAN,
-        "eval_items": len(check.eval_ids),
+        "eval_items": list(check.eval_ids),
+        "count": len(check.eval_ids),
         "rate": _rate(len(check.eval_ids), eval_size),
-        "eval_ids": list(check.eval_ids),
         "pairs": [
             {"train": p.train, "eval": p.eval, "jaccard": p.jaccard}
             if with_jaccard
@@ -154,17 +154,17 @@ def report_json(r: LeakageReport, args: Args) -> dict[str, Any]:
     eval_dupes = within.extra(within.eval_groups)
     groups: dict[str, Any] = {"checked": r.groups is not None, "field": args.group_field}
     if r.groups is None:
-        groups |= {"verdict": NOT_CHECKED, "shared": [], "eval_items": None, "rate": None}
-        groups |= {"eval_ids": [], "items": []}
+        groups |= {"verdict": NOT_CHECKED, "shared": [], "eval_items": [], "count": None}
+        groups |= {"rate": None, "items": []}
         groups |= {"train_without_group": None, "eval_without_group": None}
     else:
         g = r.groups
         groups |= {
             "verdict": LEAK if g.eval_ids else CLEAN,
             "shared": list(g.shared),
-            "eval_items": len(g.eval_ids),
+            "eval_items": list(g.eval_ids),
+            "count": len(g.eval_ids),
             "rate": _rate(len(g.eval_ids), size),
-            "eval_ids": list(g.eval_ids),
             "items": [
                 {"eval": e, "group": v} for e, v in zip(g.eval_ids, g.eval_groups, strict=True)
             ],
@@ -173,19 +173,19 @@ def report_json(r: LeakageReport, args: Args) -> dict[str, Any]:
         }
     time: dict[str, Any] = {"checked": r.time is not None, "field": args.time_field}
     if r.time is None:
-        time |= {"verdict": NOT_CHECKED, "eval_items_before_train_end": None, "rate": None}
-        time |= {"train_end": None, "train_end_id": None, "eval_start": None}
-        time |= {"eval_ids": [], "items": []}
+        time |= {"verdict": NOT_CHECKED, "eval_items_before_train_end": [], "count": None}
+        time |= {"rate": None, "train_end": None, "train_end_id": None, "eval_start": None}
+        time |= {"items": []}
     else:
         t = r.time
         time |= {
             "verdict": LEAK if t.eval_ids else CLEAN,
-            "eval_items_before_train_end": len(t.eval_ids),
+            "eval_items_before_train_end": list(t.eval_ids),
+            "count": len(t.eval_ids),
             "rate": _rate(len(t.eval_ids), size),
             "train_end": t.train_end.isoformat(),
             "train_end_id": t.train_end_id,
             "eval_start": t.eval_start.isoformat(),
-            "eval_ids": list(t.eval_ids),
             "items": [
                 {"eval": e, "time": v.isoformat()}
                 for e, v in zip(t.eval_ids, t.eval_times, strict=True)
@@ -194,8 +194,8 @@ def report_json(r: LeakageReport, args: Args) -> dict[str, Any]:
     ngram = r.ngram
     flagged = (
         set(r.near.eval_ids)  # near pairs include the exact ones
-        | set(groups["eval_ids"])
-        | set(time["eval_ids"])
+        | set(groups["eval_items"])
+        | set(time["eval_items_before_train_end"])
         | {m.eval for m in ngram.matches}
     )
     return {
@@ -224,23 +224,25 @@ def report_json(r: LeakageReport, args: Args) -> dict[str, Any]:
         "near": _pairs_json(r.near, size, with_jaccard=True),
         "within": {
             "verdict": DUPLICATES if train_dupes or eval_dupes else CLEAN,
-            "train_duplicates": train_dupes,
-            "eval_duplicates": eval_dupes,
-            "train_groups": [list(g) for g in within.train_groups],
-            "eval_groups": [list(g) for g in within.eval_groups],
+            # each list: the ids of one text that repeats, in file order
+            "train_duplicates": [list(g) for g in within.train_groups],
+            "eval_duplicates": [list(g) for g in within.eval_groups],
+            # the repeats beyond the first of each text
+            "train_duplicate_count": train_dupes,
+            "eval_duplicate_count": eval_dupes,
         },
         "groups": groups,
         "time": time,
         "ngram": {
             "n": ngram.n,
             "verdict": LEAK if ngram.matches else CLEAN,
-            "eval_items": len(ngram.matches),
+            "eval_items": [m.eval for m in ngram.matches],
+            "count": len(ngram.matches),
             "rate": _rate(len(ngram.matches), size),
             "matches": [
                 {"eval": m.eval, "train": m.train, "ngram": m.ngram} for m in ngram.matches
             ],
-            "short_eval_items": len(ngram.short_eval_ids),
-            "short_eval_ids": list(ngram.short_eval_ids),
+            "short_eval_items": list(ngram.short_eval_ids),
         },
     }
 
@@ -283,20 +285,20 @@ def check_rows(r: dict[str, Any]) -> list[list[str]]:
         return "n/a" if value is None else f"{value:,}"
 
     return [
-        ["exact duplicates", "same normalised text", count(r["exact"]["eval_items"]),
+        ["exact duplicates", "same normalised text", count(r["exact"]["count"]),
          _pct(r["exact"]["rate"]), r["exact"]["verdict"]],
-        ["near duplicates", f"shingle Jaccard >= {threshold:g}", count(r["near"]["eval_items"]),
+        ["near duplicates", f"shingle Jaccard >= {threshold:g}", count(r["near"]["count"]),
          _pct(r["near"]["rate"]), r["near"]["verdict"]],
-        ["within train", "repeated texts", count(within["train_duplicates"]), "",
-         DUPLICATES if within["train_duplicates"] else CLEAN],
-        ["within eval", "repeated texts", count(within["eval_duplicates"]),
-         _pct(within["eval_duplicates"] / r["eval_size"]),
-         DUPLICATES if within["eval_duplicates"] else CLEAN],
+        ["within train", "repeated texts", count(within["train_duplicate_count"]), "",
+         DUPLICATES if within["train_duplicate_count"] else CLEAN],
+        ["within eval", "repeated texts", count(within["eval_duplicate_count"]),
+         _pct(within["eval_duplicate_count"] / r["eval_size"]),
+         DUPLICATES if within["eval_duplicate_count"] else CLEAN],
         ["group overlap", f"field {g['field']}" if g["checked"] else "no group field",
-         count(g["eval_items"]), _pct(g["rate"]), g["verdict"]],
+         count(g["count"]), _pct(g["rate"]), g["verdict"]],
         ["temporal order", f"field {t['field']}" if t["checked"] else "no time field",
-         count(t["eval_items_before_train_end"]), _pct(t["rate"]), t["verdict"]],
-        [f"{n['n']}-gram overlap", f"shares a {n['n']}-word span", count(n["eval_items"]),
+         count(t["count"]), _pct(t["rate"]), t["verdict"]],
+        [f"{n['n']}-gram overlap", f"shares a {n['n']}-word span", count(n["count"]),
          _pct(n["rate"]), n["verdict"]],
     ]  # fmt: skip
 
@@ -331,7 +333,7 @@ def _notes(r: dict[str, Any]) -> list[str]:
                 f"{name}: {c['pairs_total']:,} pairs; the first {len(c['pairs']):,} are listed "
                 "(every count is exact)"
             )
-    short = r["ngram"]["short_eval_items"]
+    short = len(r["ngram"]["short_eval_items"])
     if short:
         n = r["ngram"]["n"]
         notes.append(
@@ -362,7 +364,7 @@ def _offending(r: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]],
             ("Near duplicates", ["train id", "eval id", "Jaccard"], rows, near["pairs_total"])
         )
     for split in ("train", "eval"):
-        groups = r["within"][f"{split}_groups"]
+        groups = r["within"][f"{split}_duplicates"]
         if groups:
             rows = [[str(len(g)), ", ".join(g[:8]) + (" ..." if len(g) > 8 else "")]
                     for g in groups[:SHOWN_ROWS]]  # fmt: skip
@@ -461,7 +463,7 @@ def offending_csv(r: dict[str, Any]) -> str:
     for p in r["near"]["pairs"]:
         lines.append(csv_row(["near", p["train"], p["eval"], repr(p["jaccard"]), ""]))
     for split in ("train", "eval"):
-        for group in r["within"][f"{split}_groups"]:
+        for group in r["within"][f"{split}_duplicates"]:
             for item in group[1:]:
                 cells = [item, ""] if split == "train" else ["", item]
                 lines.append(csv_row([f"within-{split}", *cells, "", f"same text as {group[0]}"]))

@@ -12,7 +12,7 @@ one hash per element instead of k. A bin that holds no element of a set is empty
 about 60 words have about 56 shingles, so with k = 128 most bins are empty.
 
 Densification fills each empty bin from a non-empty one. `signature` uses the optimal
-densification of Shrivastava (UAI 2017, "Optimal densification for fast and accurate
+densification of Shrivastava (ICML 2017, "Optimal densification for fast and accurate
 minwise hashing"): an empty bin j probes bins in a sequence drawn by a hash of
 (j, attempt) until it meets a non-empty bin, and copies that bin's value. That paper shows
 two sets then agree in bin j with probability exactly J, with a variance close to that of
@@ -21,8 +21,8 @@ one permutation hashing via rotation") is worse for sparse sets. The sequence he
 each bin, a fixed pseudo-random order of all k bins (`probe_order`): the order in which a
 sequence drawn with replacement first visits the bins is a uniformly random permutation,
 so the first non-empty bin of a random permutation is the same draw, and it is found
-within k probes (k^2 steps at worst, for a one-element set; Mai et al., UAI 2020, "On
-densification for minwise hashing", discuss that worst case).
+within k probes (k^2 steps at worst, for a one-element set; Mai et al., UAI 2019, PMLR 115,
+"On densification for minwise hashing", discuss that worst case).
 
 Why the agreement probability is J, in short: let U = A ∪ B. Bin j of A and of B agree
 exactly when the bin that j ends up reading (j itself if U has an element there, else the

@@ -101,6 +101,8 @@ _FORMATS: dict[str, Any] = {
     "pct": lambda v: f"{v:.0%}",
     "pct1": lambda v: f"{v:.1%}",
     "fits": lambda v: _verdict(v),
+    # how many: the items a list holds (the planted leaks of an example file)
+    "len": lambda v: f"{len(v):,}",
     # a list of numbers as a calculator's comma-separated input: every digit kept
     "list": lambda v: ",".join(repr(x) if isinstance(x, float) else str(x) for x in v),
 }
