@@ -20,6 +20,7 @@ from calculators.evaluation.extraction import (
     parse_reference,
     same_value,
 )
+from calculators.evaluation.records import MAX_JSON_DEPTH
 
 
 def scores(reference, predicted, **kwargs):
@@ -86,7 +87,18 @@ def test_null_counts_as_absent_on_both_sides():
 
 @pytest.mark.parametrize(
     "output",
-    ["not json", "[1, 2]", "17", "null", '"a string"', '{"a": NaN}', "[" * 100_000, 3, None],
+    [
+        "not json",
+        "[1, 2]",
+        "17",
+        "null",
+        '"a string"',
+        '{"a": NaN}',
+        "[" * 100_000,
+        '{"a": ' + "[" * 5_000,
+        3,
+        None,
+    ],
 )
 def test_invalid_outputs(output):
     assert parse_output(output) is None
@@ -128,11 +140,12 @@ def test_normalized_strings():
     assert s.correct == (True,)
 
 
-def test_deep_nesting_does_not_exhaust_the_stack():
-    deep: list = []
-    for _ in range(50_000):
-        deep = [deep]
-    assert same_value(deep, deep)
+def test_the_deepest_json_read_compares_without_recursion():
+    # records.parse_json reads at most MAX_JSON_DEPTH levels (deeper overflows the stack of
+    # the browser's Python); same_value walks them with its own stack
+    deep = parse_output('{"a": ' + "[" * (MAX_JSON_DEPTH - 1) + "]" * (MAX_JSON_DEPTH - 1) + "}")
+    assert deep is not None and same_value(deep, deep)
+    assert parse_output('{"a": ' + "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH + "}") is None
 
 
 def test_parse_reference():

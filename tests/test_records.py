@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from calculators.errors import InputError
 from calculators.evaluation import records
-from calculators.evaluation.records import read_rows, row_id
+from calculators.evaluation.records import MAX_JSON_DEPTH, parse_json, read_rows, row_id
 
 
 def write(tmp_path, name, content):
@@ -134,3 +134,16 @@ def test_a_huge_header_or_field_name_is_not_echoed_whole(tmp_path):
     assert "(2,000 in all)" in message and len(message) < 300
     message = error(write(tmp_path, "a.csv", "text\na\n"), fields=("9" * 5_000,))
     assert "characters)" in message and len(message) < 300
+
+
+def test_json_nested_past_the_bound_is_refused_before_parsing(tmp_path):
+    # the browser's Python overflows its stack on a few thousand levels (no RecursionError)
+    deep = '{"text": "x", "n": ' + "[" * 100_000 + "}\n"
+    message = error(write(tmp_path, "deep.jsonl", deep))
+    assert f"line 1: not valid JSON (nested deeper than {MAX_JSON_DEPTH} levels)" in message
+    # brackets inside a string are text, not nesting
+    fine = json.dumps({"text": "[" * 5_000}) + "\n"
+    assert read_rows(write(tmp_path, "fine.jsonl", fine), input_name="t", fields=("text",))
+    assert parse_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None
+    with pytest.raises(ValueError, match="nested deeper"):
+        parse_json("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1))

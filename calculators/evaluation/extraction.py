@@ -32,7 +32,6 @@ collapsed, so that "Ada  Lovelace" equals "ada lovelace".
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections import Counter
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calculators.errors import InputError
+from calculators.evaluation.records import parse_json
 from calculators.progress import report
 
 __all__ = [
@@ -59,15 +59,11 @@ MAX_FIELDS = 1_000
 _SPACES = re.compile(r"\s+")
 
 
-def _no_constant(name: str) -> Any:
-    """json.loads reads NaN and Infinity by default; JSON has no such values."""
-    raise ValueError(f"{name} is not JSON")
-
-
 def _loads(text: str) -> Any:
-    """Strict JSON (no NaN or Infinity); ValueError on bad text or too deep nesting."""
+    """Strict JSON (no NaN or Infinity); ValueError on bad text or nesting deeper than
+    records.MAX_JSON_DEPTH (which the browser's Python could not parse)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return parse_json(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 

@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,12 @@ MAX_FILE_BYTES = 256 * 2**20
 MAX_ROWS = 2_000_000
 
 FORMATS = (".txt", ".jsonl", ".csv")
+
+# Far deeper than any record a model or an annotator writes. The JSON parser recurses in C
+# once per level: in the browser's Python (Pyodide) the stack overflows near a few
+# thousand levels and takes the worker down instead of raising RecursionError.
+MAX_JSON_DEPTH = 100
+_JSON_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|[\[\]{}]')
 TXT_FIELDS = ("text", "id")
 
 
@@ -174,6 +181,27 @@ def _no_constants(token: str) -> Any:
     raise ValueError(f"{token} is not a JSON number")
 
 
+def _depth(text: str) -> int:
+    """How deep the text's brackets nest, brackets inside strings left out."""
+    depth = deepest = 0
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON (no NaN or Infinity) nested at most MAX_JSON_DEPTH levels; ValueError
+    otherwise. The depth is only counted when the text has that many opening brackets."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return json.loads(text, parse_constant=_no_constants)
+
+
 def _jsonl_rows(
     name: str, text: str, fields: Sequence[str], optional: Sequence[str], input_name: str
 ) -> list[Row]:
@@ -185,7 +213,7 @@ def _jsonl_rows(
         if not line.strip():
             continue
         try:
-            value = json.loads(line, parse_constant=_no_constants)
+            value = parse_json(line)
         except (ValueError, RecursionError) as e:
             why = e.msg if isinstance(e, json.JSONDecodeError) else str(e) or "too deeply nested"
             raise _fail(input_name, f"{name} line {number}: not valid JSON ({why})") from None
