@@ -28,10 +28,13 @@ from calculators.statistics.seeds import (
     SD_RANGE,
     PairedComparison,
     PairedResult,
+    PairedSummary,
+    VariantSummary,
     exact_differences,
     minimum_detectable_effect,
     paired_difference,
     paired_power,
+    paired_summary,
     seeds_needed,
 )
 from calculators.statistics.student_t import (
@@ -427,10 +430,13 @@ def test_public_api():
             "SD_RANGE",
             "PairedComparison",
             "PairedResult",
+            "PairedSummary",
+            "VariantSummary",
             "exact_differences",
             "minimum_detectable_effect",
             "paired_difference",
             "paired_power",
+            "paired_summary",
             "seeds_needed",
         ]
     )
@@ -606,6 +612,83 @@ def test_exact_differences_are_the_typed_decimals():
     assert (diffs, common) == ((200, -225), 100)  # 2 and -2.25 in hundredths
 
 
+# --- Each variant's mean and sd, and the seeds B wins, ties and loses.
+
+
+def test_summary_of_the_readme_example_by_hand():
+    s = paired_summary(
+        PairedComparison(a=(0.80, 0.82, 0.79, 0.81, 0.80), b=(0.82, 0.83, 0.81, 0.84, 0.81))
+    )
+    # a: sum 4.02, mean 0.804; deviations -4, 16, -14, 6, -4 thousandths, squares
+    # 16 + 256 + 196 + 36 + 16 = 520 millionths, / 4 = 0.00013
+    # b: sum 4.11, mean 0.822; deviations -2, 8, -12, 18, -12 thousandths, squares
+    # 4 + 64 + 144 + 324 + 144 = 680 millionths, / 4 = 0.00017
+    assert s.a.mean == 0.804 and s.b.mean == 0.822
+    assert s.a.sd == pytest.approx(math.sqrt(0.00013), rel=1e-15)
+    assert s.b.sd == pytest.approx(math.sqrt(0.00017), rel=1e-15)
+    # differences 2, 1, 2, 3, 1 hundredths: B wins every seed
+    assert (s.wins, s.ties, s.losses) == (5, 0, 0)
+
+
+def test_summary_of_the_digits_example_by_hand():
+    seeds = json.loads(
+        (Path(__file__).parents[1] / "docs/data/evaluation/digits/seeds.json").read_text()
+    )
+    s = paired_summary(PairedComparison(a=seeds["a"], b=seeds["b"]))
+    # a sums to 9.598 and b to 9.688 over 10 seeds; b - a per seed, in thousandths:
+    # 0, -2, 18, 10, 10, 8, 10, 10, 22, 4: one tie (seed 1: both 0.964), one loss
+    # (seed 2: 0.966 against 0.968), eight wins
+    assert s.a.mean == 0.9598 and s.b.mean == 0.9688
+    assert (s.wins, s.ties, s.losses) == (8, 1, 1)
+    # b's deviations from 0.9688, in ten-thousandths: -48, -28, 32, -28, -28, -8, 32, 32,
+    # 52, -8; squares sum to 10,560, so sd = sqrt(10560e-8 / 9) = 0.003425
+    assert s.b.sd == pytest.approx(math.sqrt(10560e-8 / 9), rel=1e-15)
+
+
+def test_summary_is_exact_on_the_typed_scores():
+    # 0.1 + 0.2 + 0.3 is 0.6000000000000001 in doubles (fmean gives 0.19999999999999998);
+    # as typed the mean is 0.2 and the sd 0.1
+    s = paired_summary(PairedComparison(a=(0.1, 0.2, 0.3), b=(0.3, 0.3, 0.3)))
+    assert s.a == VariantSummary(mean=0.2, sd=0.1)
+    # equal scores give sd 0 exactly, not rounding noise
+    assert s.b == VariantSummary(mean=0.3, sd=0.0)
+    assert (s.wins, s.ties, s.losses) == (2, 1, 0)
+    # a tie is equality of the typed decimals: 1 and 1.0, 0.0 and -0.0 are the same
+    s = paired_summary(PairedComparison(a=(1, 0.0, 0.5), b=(1.0, -0.0, 0.25)))
+    assert (s.wins, s.ties, s.losses) == (0, 2, 1)
+
+
+def test_summary_of_scores_at_the_bounds_is_finite():
+    s = paired_summary(PairedComparison(a=(1e200, -1e200), b=(1e-200, 0.0)))
+    # a: mean 0, sd sqrt(2 * 1e400 / 1) = 1.414e200; b: mean 5e-201, sd 1e-200 / sqrt(2)
+    assert s.a.mean == 0.0
+    assert s.a.sd == pytest.approx(math.sqrt(2) * 1e200, rel=1e-15)
+    assert s.b.mean == 5e-201
+    assert s.b.sd == pytest.approx(1e-200 / math.sqrt(2), rel=1e-15)
+    # b - a: 1e-200 - 1e200 < 0 (a loss), 0 + 1e200 > 0 (a win)
+    assert (s.wins, s.ties, s.losses) == (1, 0, 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(pairs=st.lists(st.tuples(scores, scores), min_size=2, max_size=12))
+def test_summary_counts_add_up_and_swap_with_the_variants(pairs):
+    a, b = zip(*pairs, strict=True)
+    s = paired_summary(PairedComparison(a=a, b=b))
+    assert isinstance(s, PairedSummary)
+    assert s.wins + s.ties + s.losses == len(pairs)
+    assert s.ties == sum(1 for x, y in pairs if x == y)
+    swapped = paired_summary(PairedComparison(a=b, b=a))
+    assert (swapped.wins, swapped.ties, swapped.losses) == (s.losses, s.ties, s.wins)
+    assert (swapped.a, swapped.b) == (s.b, s.a)
+    # each figure is the exact one of the typed scores, rounded once (stdev of Fractions
+    # rounds its exact square root correctly)
+    for values, v in ((a, s.a), (b, s.b)):
+        typed = [typed_value(x) for x in values]
+        assert v.mean == float(sum(typed) / len(typed))
+        assert v.sd == stdev(typed)
+        assert math.isfinite(v.mean) and math.isfinite(v.sd)
+
+
 # --- The command: the exact tests, the expected best of n trials, the page.
 
 README_A = "0.80,0.82,0.79,0.81,0.80"
@@ -634,6 +717,41 @@ def test_readme_example_has_its_exact_tests():
     assert r["all_beat_probability"] == 1 / 252
     assert r["scores"] == {"a": [0.8, 0.82, 0.79, 0.81, 0.8], "b": [0.82, 0.83, 0.81, 0.84, 0.81]}
     assert "expected_max" not in r
+    # the hand computation of test_summary_of_the_readme_example_by_hand
+    assert r["summary"] == {
+        "a": {"mean": 0.804, "sd": pytest.approx(math.sqrt(0.00013), rel=1e-15)},
+        "b": {"mean": 0.822, "sd": pytest.approx(math.sqrt(0.00017), rel=1e-15)},
+        "wins": 5,
+        "ties": 0,
+        "losses": 0,
+    }
+
+
+def test_the_summary_is_in_the_text_and_the_table(capsys):
+    from calculators.cli import main
+    from calculators.web import compute, render_result
+
+    assert main(["seeds", "--a", "0.964,0.968,0.954", "--b", "0.964,0.966,0.972"]) == 0
+    out = capsys.readouterr().out
+    # a: sum 2.886, mean 0.962, deviations 2, 6, -8 thousandths, sd sqrt(104e-6 / 2);
+    # b: sum 2.902, mean 0.96733, deviations -10, -4, 14 thirds of a thousandth, squares
+    # 312 ninths of a millionth, sd sqrt(312e-6 / 9 / 2) = 0.004163;
+    # b - a: 0, -2, 18 thousandths: one tie, one loss, one win
+    assert (
+        f"A mean 0.962, sd {math.sqrt(104e-6 / 2):.4g}; "
+        f"B mean 0.9673, sd {math.sqrt(312e-6 / 9 / 2):.4g}; "
+        "seeds with b above a: 1, equal: 1, below: 1"
+    ) in out
+    html = render_result("seeds", compute("seeds", {"a": README_A, "b": README_B}))
+    for row in (
+        "<td>mean of A</td><td>0.804</td>",
+        "<td>mean of B</td><td>0.822</td>",
+        f"<td>sd of A (n - 1)</td><td>{math.sqrt(0.00013):.4g}</td>",
+        "<td>seeds where b &gt; a (wins)</td><td>5</td>",
+        "<td>seeds where b = a (ties)</td><td>0</td>",
+        "<td>seeds where b &lt; a (losses)</td><td>0</td>",
+    ):
+        assert row in html, row
 
 
 def test_recorded_fields_are_unchanged():

@@ -1,11 +1,12 @@
 """seeds: paired seed statistics, the interval of the difference, the minimum detectable
-effect and the seeds needed (`calculators.statistics.seeds`); the exact sign-flip test and
-the chance that every run of a change beats every baseline run with no effect
-(`calculators.statistics.permutation`); the expected best score after n trials of a search
-(`calculators.statistics.expected_max`)."""
+effect, the seeds needed, each variant's mean and sd and the seeds B wins, ties and loses
+(`calculators.statistics.seeds`); the exact sign-flip test and the chance that every run
+of a change beats every baseline run with no effect (`calculators.statistics.permutation`);
+the expected best score after n trials of a search (`calculators.statistics.expected_max`)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
@@ -29,6 +30,7 @@ from calculators.statistics.seeds import (
     exact_differences,
     minimum_detectable_effect,
     paired_difference,
+    paired_summary,
     seeds_needed,
 )
 from calculators.web.render import html_table, line_chart_svg, strip_plot_svg, summary
@@ -74,6 +76,28 @@ def _exact_tests(q: PairedComparison) -> dict[str, Any]:
     }
 
 
+def _summary_text(s: dict[str, Any]) -> str:
+    """Each variant's mean and sd, and the paired counts, as one line of the text result."""
+    return (
+        f"A mean {s['a']['mean']:.4g}, sd {s['a']['sd']:.4g}; "
+        f"B mean {s['b']['mean']:.4g}, sd {s['b']['sd']:.4g}; "
+        f"seeds with b above a: {s['wins']}, equal: {s['ties']}, below: {s['losses']}"
+    )
+
+
+def _summary_rows(s: dict[str, Any]) -> list[list[str]]:
+    """Each variant's mean and sd, and the paired counts, as rows of the page's table."""
+    return [
+        ["mean of A", _cell(s["a"]["mean"])],
+        ["sd of A (n - 1)", _cell(s["a"]["sd"])],
+        ["mean of B", _cell(s["b"]["mean"])],
+        ["sd of B (n - 1)", _cell(s["b"]["sd"])],
+        ["seeds where b > a (wins)", str(s["wins"])],
+        ["seeds where b = a (ties)", str(s["ties"])],
+        ["seeds where b < a (losses)", str(s["losses"])],
+    ]
+
+
 def _exact_text(e: dict[str, Any]) -> list[str]:
     """The exact tests' lines of the plain-text result."""
     k = len(e["scores"]["a"])
@@ -110,6 +134,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         )
         r = paired_difference(q)
         data["paired"] = {**vars(r), "excludes_zero": r.excludes_zero}
+        data["summary"] = asdict(paired_summary(q))
         head = (
             f"{r.seeds} paired seeds: mean difference (b - a) {r.mean_difference:.4g}, "
             f"sd {r.sd_difference:.4g}"
@@ -128,6 +153,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
                 f"{_p_value(r.p_value, r.log10_p_value)}; "
                 + ("excludes 0" if r.excludes_zero else "includes 0")
             )
+        text.append(_summary_text(data["summary"]))
         exact = _exact_tests(q)
         data.update(exact)
         text += _exact_text(exact)
@@ -220,6 +246,7 @@ def html(r: dict[str, Any]) -> str:
             )
         )
         rows += [[k.replace("_", " "), _cell(v)] for k, v in p.items()]
+        rows += _summary_rows(r["summary"])
         k = p["seeds"]
         if r["permutation"] is None:
             rows.append(["permutation p-value (exact sign-flip)", "n/a past 20 seeds"])

@@ -12,6 +12,9 @@ d_i = b_i - a_i, which removes the variance the two runs share:
   MDE    the δ > 0 whose power is the requested one
   seeds  the smallest n >= 2 whose power reaches the requested one.
 
+Beside the differences, each variant's own mean and sample sd (n - 1) over its seeds, and
+the paired counts: seeds where b_i > a_i (wins), b_i = a_i (ties), b_i < a_i (losses).
+
 The differences, their mean and their sum of squares are exact: each score is taken as
 the decimal the reader typed (the value `calculators.decimals.typed_value` gives, read
 from the float's shortest repr), so differences that are equal as typed give sd 0 (the
@@ -50,10 +53,13 @@ __all__ = [
     "SD_RANGE",
     "PairedComparison",
     "PairedResult",
+    "PairedSummary",
+    "VariantSummary",
     "exact_differences",
     "minimum_detectable_effect",
     "paired_difference",
     "paired_power",
+    "paired_summary",
     "seeds_needed",
 ]
 
@@ -528,4 +534,64 @@ def paired_difference(q: PairedComparison) -> PairedResult:
         p_value=p,
         log10_p_value=log10_p,
         confidence=q.confidence,
+    )
+
+
+# --- Each variant on its own, and the paired counts.
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantSummary:
+    """One variant's scores over its seeds: mean and sample sd (divisor n - 1)."""
+
+    mean: float
+    sd: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedSummary:
+    """Each variant's mean and sd, and how many seeds B wins (b > a), ties (b = a, equal
+    as typed) and loses (b < a); wins + ties + losses is the number of seeds."""
+
+    a: VariantSummary
+    b: VariantSummary
+    wins: int
+    ties: int
+    losses: int
+
+
+def _variant_summary(scores: tuple[int | float, ...]) -> VariantSummary:
+    """mean = Σx / n, sd = √((n Σx² - (Σx)²) / (n (n-1))), on the typed decimals as
+    integers over one power of ten, so each is exact until rounded once to a double
+    (scores equal as typed give sd 0, not rounding noise)."""
+    parts = [_decimal_parts(x) for x in scores]
+    low = min(0, *(e for _, e in parts))
+    common = 10**-low
+    powers = {e: 10 ** (e - low) for e in {e for _, e in parts}}  # each 10^k once
+    values = [m * powers[e] for m, e in parts]
+    n = len(values)
+    s1 = sum(values)
+    s2 = sum(v * v for v in values)
+    return VariantSummary(
+        mean=float(Fraction(s1, n * common)),
+        sd=_sqrt_ratio(n * s2 - s1 * s1, n * (n - 1) * common * common),
+    )
+
+
+def paired_summary(q: PairedComparison) -> PairedSummary:
+    """Each variant's mean and sample sd over its seeds (each exact on the typed scores,
+    then rounded once), and the paired counts of the sign of b_i - a_i taken exactly, as
+    `exact_differences` gives it: 0.3 - 0.1 and 0.2 - 0.0 are the same difference, and
+    0.1 against 0.1 is a tie whatever binary rounding would say. Scores within
+    SCORE_RANGE keep every figure a finite double (|mean| <= 1e200, sd <= 1e200 · √2).
+    """
+    differences, _ = exact_differences(q)
+    wins = sum(1 for d in differences if d > 0)
+    losses = sum(1 for d in differences if d < 0)
+    return PairedSummary(
+        a=_variant_summary(q.a),
+        b=_variant_summary(q.b),
+        wins=wins,
+        ties=len(differences) - wins - losses,
+        losses=losses,
     )
