@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(MAKE) --no-print-directory chromium node
 	$(PY) -m benchmarks.pyodide_calculators
 	$(PY) -m benchmarks.site_load
+	$(PY) -m benchmarks.page_leakage
 
 # The CLI on a real preset (the site is `make serve`).
 demo: $(STAMP)

@@ -145,20 +145,24 @@ def _p95(values: list[float]) -> float:
     return quantiles(values, n=20, method="inclusive")[18]
 
 
+def start_server(site: Path) -> tuple[subprocess.Popen[str], str]:
+    """A server for the built site, in its own process (in this one it would wait for the
+    GIL behind Playwright's driver, and a page makes many requests); and its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.site_load", "--serve", str(site)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    return server, f"http://127.0.0.1:{server.stdout.readline().strip()}/"
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         _build(site)
-        # The server runs in its own process: in this one it would wait for the GIL
-        # behind Playwright's driver, and the page makes four times the bare page's requests.
-        server = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.site_load", "--serve", str(site)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert server.stdout is not None
-        base = f"http://127.0.0.1:{server.stdout.readline().strip()}/"
+        server, base = start_server(site)
         try:
             floor, visible, ready, longest, latencies = [], [], [], [], []
             bare_steps: list[dict[str, float]] = []

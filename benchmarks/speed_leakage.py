@@ -20,8 +20,11 @@ noisy machines).
 
 from __future__ import annotations
 
+import json
 import random
 import time
+from datetime import date, timedelta
+from pathlib import Path
 from statistics import median
 
 from calculators.evaluation.leakage import AuditSettings, Item, audit
@@ -111,6 +114,36 @@ def make_sets(
         eval_texts.append(" ".join(_text(rng, vocab, cum)))
     eval_items = [Item(id=f"e{i}", text=t, line=i + 1) for i, t in enumerate(eval_texts)]
     return train, eval_items, planted
+
+
+def write_corpus(folder: Path, *, train: int, eval: int, seed: int = SEED) -> tuple[Path, Path]:
+    """The generated sets as the files a reader would audit (train.jsonl, eval.jsonl with
+    `id`, `text`, `user` and `date`), with a tenth of the eval set planted as near and
+    exact copies: the page's benchmark and the browser test upload these. Users differ
+    between the files and every eval date follows the last train date, so the group and
+    time checks run in full and flag nothing."""
+    train_items, eval_items, _ = make_sets(
+        train, eval, near=eval // 10 - eval // 50, exact=eval // 50, seed=seed
+    )
+    paths = []
+    for name, items in (("train.jsonl", train_items), ("eval.jsonl", eval_items)):
+        path = folder / name
+        side = name.removesuffix(".jsonl")
+        start = date(2023, 1, 1) if side == "train" else date(2025, 1, 1)
+        lines = (
+            json.dumps(
+                {
+                    "id": i.id,
+                    "text": i.text,
+                    "user": f"{side}-user-{n % 500}",
+                    "date": (start + timedelta(days=n % 700)).isoformat(),
+                }
+            )
+            for n, i in enumerate(items)
+        )
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1]
 
 
 def measure(train_size: int, eval_size: int, near: int, exact: int) -> None:

@@ -6,9 +6,12 @@ were laid out by domain and declared once per calculator, and remade when the en
 gained its card-selection columns, the weights their bits per parameter and the presets
 Llama 3.1 70B (every earlier result is contained in the new one), and again for the gap
 calculator's paragraphs, the design and target-cost calculators the design's CSV
-download and its factor roles. Rerun it only for a
-deliberate change of behaviour. Each entry holds its own inputs, so this runs without
-docs/ (and in Pyodide).
+download and its factor roles, and for the evaluation calculators (leakage and compare,
+which read files under docs/data/evaluation; the seeds calculator's exact tests and
+summary; every form's progress bar). Rerun it only for a
+deliberate change of behaviour. Each entry holds its own inputs (a page's references
+resolved), so this runs without docs/ but for the example files of docs/data/evaluation,
+which the Pyodide run copies too.
 """
 
 from __future__ import annotations
@@ -95,5 +98,7 @@ def test_the_record_covers_every_calculator() -> None:
         "gap",
         "design",
         "target-cost",
+        "leakage",
+        "compare",
     }
     assert names | {"presets", "gpus", "formats"} == commands

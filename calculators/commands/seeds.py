@@ -407,9 +407,6 @@ CALCULATOR = Calculator(
             name="trials",
             label="Trial scores of a search",
             kind="text",
-            # the 16 trials of docs/data/evaluation/digits/seeds.json
-            example="0.96,0.952,0.96,0.964,0.956,0.956,0.94,0.94,"
-            "0.884,0.952,0.956,0.96,0.956,0.956,0.952,0.96",
             optional=True,
             help=f"Validation scores of the trials of one hyper-parameter search, "
             f"comma-separated, 1 to {MAX_TRIALS:,}: the expected best after n trials.",

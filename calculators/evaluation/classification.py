@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from math import fsum
 
 from calculators.errors import InputError, shown
 from calculators.progress import report
@@ -173,8 +174,10 @@ def class_scores(c: ConfusionMatrix) -> dict[str, ClassScores]:
 
 def macro_f1(scores: dict[str, ClassScores]) -> float:
     """The unweighted mean of the per-class F1 over every class of the label set
-    (scikit-learn's `f1_score(..., average="macro")`)."""
-    return sum(s.f1 for s in scores.values()) / len(scores) if scores else 0.0
+    (scikit-learn's `f1_score(..., average="macro")`). Summed with math.fsum, correctly
+    rounded: Python 3.12 changed how sum() adds floats, and the page's Python (Pyodide,
+    3.14) must give the command line's digits."""
+    return fsum(s.f1 for s in scores.values()) / len(scores) if scores else 0.0
 
 
 def micro_f1(c: ConfusionMatrix) -> float:

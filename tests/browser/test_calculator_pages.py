@@ -32,14 +32,22 @@ CASES = [
     ("memory/sizing-gpu-memory/", "envelope", ("gpu", "mi300x"), ("context", "0")),
     ("memory/estimate-vs-peak/", "gap", ("device_used", "30"), ("device_used", "1")),
     ("budget/campaign-budget/", "budget", ("gpus", "8"), ("price", "-1")),
+    ("calculators/leakage/", "leakage", ("threshold", "0.6"), ("threshold", "1.5")),
+    ("calculators/compare/", "compare", ("b_field", "a"), ("cost", "other=-1")),
+    ("evaluation/evaluation-set/", "leakage", ("shingle", "3"), ("ngram", "0")),
+    ("evaluation/error-analysis/", "compare", ("b_field", "a"), ("cost", "other=-1")),
+    ("evaluation/seed-variability/", "seeds", ("confidence", "0.99"), ("alpha", "1.5")),
 ]
 IDS = [c[0].strip("/").replace("/", "-") for c in CASES]
 READY = 60_000  # ms: Pyodide's first load on a slow CI machine
 
+# A file input with no file picked computes with its example (a path under docs/).
 _READ_INPUTS = """form => {
   const out = {};
   for (const el of form.elements) {
-    if (el.name) out[el.name] = el.type === "checkbox" ? el.checked : el.value;
+    if (!el.name) continue;
+    if (el.type === "file") out[el.name] = el.dataset.example;
+    else out[el.name] = el.type === "checkbox" ? el.checked : el.value;
   }
   return out;
 }"""

@@ -12,7 +12,16 @@ from tests.browser.test_calculator_pages import form_of, wait_ready
 
 pytestmark = pytest.mark.browser
 
-CHART_PAGES = ["weights", "kv-cache", "envelope", "training", "budget", "seeds"]
+CHART_PAGES = [
+    "weights",
+    "kv-cache",
+    "envelope",
+    "training",
+    "budget",
+    "seeds",
+    "leakage",
+    "compare",
+]
 MIN_TEXT_PX = 10  # the smallest text height (its box on screen) a phone reader gets
 
 # Each visible chart of the form: its layout, its box and the box of each of its texts.
@@ -32,7 +41,11 @@ _VISIBLE_CHARTS = """form => [...form.querySelectorAll("[data-result] svg.kd-cha
 
 
 def visible_charts(page: Any, name: str) -> list[dict[str, Any]]:
-    return form_of(page, name).evaluate(_VISIBLE_CHARTS)
+    charts = form_of(page, name).evaluate(_VISIBLE_CHARTS)
+    # each chart comes drawn twice, in one box: one drawing of each shows
+    boxes = form_of(page, name).locator("[data-result] .kd-charts").count()
+    assert len(charts) == boxes >= 1
+    return charts
 
 
 def check_chart(chart: dict[str, Any], viewport_width: int) -> None:
@@ -49,18 +62,16 @@ def test_charts_are_readable_on_a_phone(phone: Watched, base_url: str, name: str
     page = phone.page
     page.goto(base_url + f"calculators/{name}/")
     wait_ready(page, name)  # the chart the worker drew
-    charts = visible_charts(page, name)
-    assert len(charts) == 1
-    check_chart(charts[0], 375)
-    assert charts[0]["layout"] == "narrow"
+    for chart in visible_charts(page, name):
+        check_chart(chart, 375)
+        assert chart["layout"] == "narrow"
 
 
 @pytest.mark.parametrize("name", CHART_PAGES)
 def test_charts_are_wide_on_a_desktop(no_js: Watched, base_url: str, name: str) -> None:
     page = no_js.page  # the chart built with the page
     page.goto(base_url + f"calculators/{name}/")
-    charts = visible_charts(page, name)
-    assert len(charts) == 1
-    check_chart(charts[0], 1280)
-    assert charts[0]["layout"] == "wide"
-    assert charts[0]["width"] > 600
+    for chart in visible_charts(page, name):
+        check_chart(chart, 1280)
+        assert chart["layout"] == "wide"
+        assert chart["width"] > 600
