@@ -592,9 +592,9 @@ def test_a_long_file_reports_its_progress(tmp_path):
         ("look-alike=abc", ["'abc'", "1,000,000,000"]),
         ("look-alike=inf", ["'inf'", "finite"]),
         ("look-alike=nan", ["'nan'", "finite"]),
-        ("look-alike=0", ["got '0'", "> 0", "1,000,000,000"]),
-        ("look-alike=-2", ["got '-2'", "> 0"]),
-        ("look-alike=2e9", ["got '2e9'", "at most 1,000,000,000"]),
+        ("look-alike=0", ["got 'look-alike=0'", "> 0", "1,000,000,000"]),
+        ("look-alike=-2", ["got 'look-alike=-2'", "> 0"]),
+        ("look-alike=2e9", ["got 'look-alike=2e9'", "at most 1,000,000,000"]),
         ("dog=3", ["'dog'", "known tags: 'blurry', 'look-alike', '(untagged)'"]),
     ],
 )

@@ -27,6 +27,7 @@ from calculators.evaluation.paired import (
     ClassFlips,
     PairedOutcomes,
     binomial_half_cdf,
+    chi_square_1_sf,
     flips_by_class,
     log_binomial_half_cdf,
     log_binomial_half_pmf,
@@ -226,3 +227,40 @@ def test_matches_exact_binomial_test_of_scipy_where_installed():
     for n01, n10 in pairs:
         want = stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue
         assert mcnemar_exact(n01, n10)[0] == pytest.approx(want, rel=1e-9)
+
+
+# P(chi^2_1 >= x) = erfc(sqrt(x / 2)), from mpmath 1.3.0's erfc at 60 digits, rounded once
+# to a double (mpmath.erfc(mpmath.sqrt(mpmath.mpf(p) / q / 2)) with mp.dps = 60); 3.841 is
+# the familiar 5% critical value of chi-square with 1 degree of freedom (p just above 0.05).
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (Fraction(9, 14), 0.4226780741706354),
+        (Fraction(25, 3), 0.0038924171227786293),
+        (Fraction(1), 0.3173105078629141),
+        (Fraction(3841, 1000), 0.05001368376395671),
+        (Fraction(2), 0.15729920705028513),
+        (Fraction(200), 2.088487583762545e-45),
+        (Fraction(1000), 1.7958327848007262e-219),
+    ],
+)
+def test_chi_square_tail_is_correctly_rounded(x, expected):
+    # exact equality: the page's Python and the command line must give the same digits
+    assert chi_square_1_sf(x) == expected
+
+
+@given(st.fractions(min_value=0, max_value=3_000, max_denominator=10_000))
+def test_chi_square_tail_agrees_with_the_c_library(x):
+    # the C library's erfc is close to correctly rounded: a few units in the last place,
+    # plus what rounding x to a double moves the tail (d log p / dx is about -1/2)
+    p = chi_square_1_sf(x)
+    reference = math.erfc(math.sqrt(float(x) / 2))
+    assert 0 <= p <= 1
+    assert p == pytest.approx(reference, rel=1e-15 * (2 + float(x)), abs=1e-300)
+
+
+def test_chi_square_tail_bounds():
+    assert chi_square_1_sf(Fraction(0)) == 1.0
+    assert chi_square_1_sf(Fraction(3201)) == 0.0  # z > 40: below the smallest double
+    with pytest.raises(ValueError):
+        chi_square_1_sf(Fraction(-1))

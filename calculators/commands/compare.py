@@ -157,7 +157,7 @@ def _costs(lines: list[str] | tuple[str, ...]) -> ExperimentCosts | None:
                 f"cost {shown(text)}: GPU_HOURS must be a finite number > 0 and at most "
                 f"{MAX_EXPERIMENT_GPU_HOURS:,}, got {shown(hours.strip())}",
             ) from None
-        check_experiment_gpu_hours(tag, value, typed=hours.strip())
+        check_experiment_gpu_hours(tag, value, typed=str(text).strip())  # the line as typed
         pairs.append((tag, value))
     return ExperimentCosts(gpu_hours=tuple(pairs))
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 from calculators.errors import InputError
 
@@ -34,6 +36,7 @@ __all__ = [
     "PairedOutcomes",
     "PairedTable",
     "binomial_half_cdf",
+    "chi_square_1_sf",
     "flips_by_class",
     "log_binomial_half_cdf",
     "log_binomial_half_pmf",
@@ -179,8 +182,51 @@ def mcnemar_chi_square(n01: int, n10: int) -> tuple[float, float]:
     discordant = n01 + n10
     if discordant == 0:
         return 0.0, 1.0
-    statistic = max(abs(n01 - n10) - 1, 0) ** 2 / discordant
-    return statistic, math.erfc(math.sqrt(statistic / 2))
+    corrected = Fraction(max(abs(n01 - n10) - 1, 0) ** 2, discordant)
+    return float(corrected), chi_square_1_sf(corrected)
+
+
+# pi to 60 digits (math.pi holds 16): enough for the 50-digit arithmetic below
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+_DIGITS = 50
+_CF_TERMS = 400  # erfc's continued fraction at z >= 3: far past convergence at 50 digits
+
+
+def chi_square_1_sf(x: Fraction) -> float:
+    """P(chi^2 with 1 degree of freedom >= x) = erfc(sqrt(x / 2)), for a rational x >= 0.
+
+    Computed in 50-digit decimal arithmetic (correctly rounded software, the same in
+    CPython and in the browser's Pyodide) and rounded once to a double, so the page and
+    the command line give the same digits: math.erfc comes from the platform's C library,
+    whose last digit differs between glibc and the browser's. Method: the Maclaurin series
+    erf(z) = 2/sqrt(pi) sum_n (-1)^n z^(2n+1) / (n! (2n+1)) below z = 3 (terms peak near
+    e^(z^2) < 10^4, far inside 50 digits), and above it Laplace's continued fraction
+    erfc(z) = exp(-z^2)/sqrt(pi) / (z + (1/2)/(z + 1/(z + (3/2)/(z + 2/(z + ...)))))
+    (Abramowitz and Stegun 7.1.5 and 7.1.14). Past z = 40 the value is below 10^-696,
+    under the smallest double: 0.0.
+    """
+    if x < 0:
+        raise ValueError(f"a chi-square statistic is at least 0, got {x}")
+    with localcontext() as ctx:
+        ctx.prec = _DIGITS
+        z2 = Decimal(x.numerator) / Decimal(x.denominator) / 2
+        if z2 > 1600:  # z > 40
+            return 0.0
+        z = z2.sqrt()
+        if z < 3:
+            term, total, n = z, z, 0
+            while True:
+                n += 1
+                term = -term * z2 / n
+                step = term / (2 * n + 1)
+                total += step
+                if abs(step) < Decimal(10) ** (-_DIGITS - 2):
+                    break
+            return float(1 - 2 * total / _PI.sqrt())
+        fraction = z
+        for k in range(_CF_TERMS, 0, -1):
+            fraction = z + Decimal(k) / 2 / fraction
+        return float((-z2).exp() / _PI.sqrt() / fraction)
 
 
 # ---- the binomial(n, 1/2) distribution ---------------------------------------------------

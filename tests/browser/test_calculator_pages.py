@@ -33,9 +33,9 @@ CASES = [
     ("memory/estimate-vs-peak/", "gap", ("device_used", "30"), ("device_used", "1")),
     ("budget/campaign-budget/", "budget", ("gpus", "8"), ("price", "-1")),
     ("calculators/leakage/", "leakage", ("threshold", "0.6"), ("threshold", "1.5")),
-    ("calculators/compare/", "compare", ("b_field", "a"), ("cost", "other=-1")),
+    ("calculators/compare/", "compare", ("cost", "other=5"), ("cost", "other=-1")),
     ("evaluation/evaluation-set/", "leakage", ("shingle", "3"), ("ngram", "0")),
-    ("evaluation/error-analysis/", "compare", ("b_field", "a"), ("cost", "other=-1")),
+    ("evaluation/error-analysis/", "compare", ("cost", "other=5"), ("cost", "other=-1")),
     ("evaluation/seed-variability/", "seeds", ("confidence", "0.99"), ("alpha", "1.5")),
 ]
 IDS = [c[0].strip("/").replace("/", "-") for c in CASES]
@@ -172,7 +172,7 @@ def test_shared_link_restores_inputs(
     assert result_json(page, name) == cpython(name, inputs_of(page, name))
     # the page's own link carries the inputs back
     form.locator("[data-share]").click()
-    assert f"{field}={value}" in page.url
+    assert urlencode({field: value}) in page.url
 
 
 def wait_settled(page: Page, name: str) -> None:
