@@ -18,9 +18,12 @@ from tests.probes_helpers import ROOT, run_probe
 def test_every_probe_has_a_subcommand() -> None:
     parser = build_parser()
     for name in PROBES:
-        argv = {"env": [], "compare": [], "kv-cache": ["--config", "x", "--context", "8"]}.get(
-            name, ["--config", "x"]
-        )
+        argv = {
+            "env": [],
+            "compare": [],
+            "kv-cache": ["--config", "x", "--context", "8"],
+            "manifest": ["check", "x.json"],
+        }.get(name, ["--config", "x"])
         assert parser.parse_args([name, *argv]).probe == name
 
 

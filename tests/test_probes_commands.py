@@ -24,7 +24,7 @@ def test_every_module_of_the_package_is_a_probe_but_the_shared_ones() -> None:
 
 
 def test_measuring_probes_write_versioned_reports_and_compare_runs_on_its_own() -> None:
-    assert set(VERSIONS) == set(PROBES) - {"compare"}
+    assert set(VERSIONS) == set(PROBES) - {"compare", "manifest"}
     assert DECLARED["compare"].main is not None and DECLARED["compare"].body is None
 
 
