@@ -1213,3 +1213,96 @@ def _confusion(
     under = _lines(10, y + 20, note, width - 20, 3)
     body += under
     return _svg(width, y + 20 + LINE * (len(under) - 1) + 8, title, body)
+
+
+# ---- checklist: a probe report's checks, one row each -----------------------------------
+
+# A check's mark: its colour and the glyph drawn on it (a shape as well as a colour, so
+# that the status reads without colour vision and in print). A skipped check is an
+# outline in the text colour: it was not run, so it neither passed nor failed.
+CHECK_MARKS = {
+    "pass": (PALETTE[2], "M-4 0.5L-1.2 3.5L4.5 -3.5"),  # a tick on bluish green
+    "fail": (PALETTE[5], "M-3.5 -3.5L3.5 3.5M3.5 -3.5L-3.5 3.5"),  # a cross on vermillion
+    "skipped": ("", "M-4 0H4"),  # a dash in an outline
+}
+_MARK_R = 8.0
+
+
+def checklist_svg(
+    items: Sequence[dict[str, Any]], *, title: str = "checks: pass, fail or skipped"
+) -> str:
+    """A report's checks as a checklist: one row per check, in the given order, with its
+    mark (a tick for pass, a cross for fail, a dash in an outline for skipped), its number
+    and title, and under them its one-line summary of what was measured against what
+    threshold; a failed or skipped check adds where to look or why it was skipped.
+
+    Each item is a mapping with `status` (pass, fail or skipped), `title` and `summary`,
+    and optionally `number`, `id` and `look_at` (the preflight probe's `details.checks`
+    entries have all of them). A line too long for the drawing wraps, and past its line
+    count is cut with its whole text as a tooltip; each mark's tooltip names the check and
+    its status. ValueError on no items, an unknown status or an empty title.
+    """
+    if not items:
+        raise ValueError("items: no checks to draw")
+    for n, item in enumerate(items, start=1):
+        status = item.get("status")
+        if status not in CHECK_MARKS:
+            raise ValueError(
+                f"items: check {n} has status {status!r}, not one of {', '.join(CHECK_MARKS)}"
+            )
+        if not str(item.get("title") or "").strip():
+            raise ValueError(f"items: check {n} has no title")
+    return _both(lambda width: _checklist(width, items, title))
+
+
+def _checklist(width: int, items: Sequence[dict[str, Any]], title: str) -> str:
+    counts = {s: sum(item["status"] == s for item in items) for s in CHECK_MARKS}
+    head = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped"
+    body = _lines(10, 10 + FONT, head, width - 20, 2)
+    y = 10 + FONT + LINE * (len(body) - 1) + 14  # the top of the first row
+    left = 10 + 2 * _MARK_R + 8  # the text column, right of the marks
+    room = width - left - 10
+    for n, item in enumerate(items, start=1):
+        status = item["status"]
+        number = item.get("number", n)
+        name = str(item.get("id") or item["title"])
+        body.append(
+            f'<line x1="10" x2="{width - 10}" y1="{y:.2f}" y2="{y:.2f}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
+        base = y + 8 + FONT  # the title's baseline
+        cx, cy = 10 + _MARK_R, base - FONT * 0.35
+        colour, glyph = CHECK_MARKS[status]
+        style = (
+            f'fill="{colour}"'
+            if colour
+            else 'fill="none" stroke="currentColor" stroke-opacity="0.6"'
+        )
+        ink = "#ffffff" if colour else "currentColor"
+        body.append(
+            f'<circle cx="{cx:.2f}" cy="{cy:.2f}" r="{_MARK_R}" {style}>'
+            f"<title>{escape(f'check {number} {name}: {status}')}</title></circle>"
+            f'<path d="{glyph}" transform="translate({cx:.2f} {cy:.2f})" fill="none" '
+            f'stroke="{ink}" stroke-width="2" stroke-linecap="round"/>'
+        )
+        word = {"pass": "", "fail": " (failed)", "skipped": " (skipped)"}[status]
+        heading = _lines(left, base, f"{number}. {item['title']}{word}", room, 2)
+        body.append(f'<g font-weight="600">{"".join(heading)}</g>')
+        lines = len(heading)
+        summary = str(item.get("summary") or "")
+        if summary:
+            under = _lines(left, base + LINE * lines, summary, room, 4)
+            body += under
+            lines += len(under)
+        look = item.get("look_at")
+        if look and status != "pass":
+            label = "look at" if status == "fail" else "why"
+            more = _lines(left, base + LINE * lines, f"{label}: {look}", room, 4)
+            body += more
+            lines += len(more)
+        y = base + LINE * (lines - 1) + 10
+    body.append(
+        f'<line x1="10" x2="{width - 10}" y1="{y:.2f}" y2="{y:.2f}" '
+        'stroke="currentColor" stroke-opacity="0.15"/>'
+    )
+    return _svg(width, y + 6, title, body)
