@@ -135,6 +135,23 @@ def test_a_resume_that_drops_the_optimizer_state_fails_resume(tmp_path, monkeypa
     assert "optimizer state" in six["look_at"]
 
 
+def test_a_resume_check_out_of_memory_is_skipped_with_what_to_do(tmp_path, monkeypatch) -> None:
+    # the check trains the full model in fp32 with AdamW: on a card that holds the reader's
+    # bf16 or LoRA run but not that, the loop is not at fault, so the check is not failed
+    import torch
+
+    import probes.checkpoint
+
+    def out_of_memory(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise torch.OutOfMemoryError("CUDA out of memory (planted)")
+
+    monkeypatch.setattr(probes.checkpoint, "checkpoint_probe", out_of_memory)
+    code, r = _with_fault(tmp_path, "--checks", "resume")
+    six = _check(r, "resume")
+    assert code == 0 and six["status"] == "skipped"
+    assert "out of memory" in six["summary"] and "fewer layers" in six["look_at"]
+
+
 def test_a_loader_without_set_epoch_fails_data_order(tmp_path, monkeypatch) -> None:
     def forgets_set_epoch(sampler, epoch, consumed_batches, batch):  # type: ignore[no-untyped-def]
         sampler.skip = consumed_batches * batch

@@ -354,3 +354,65 @@ def test_the_mlperf_rows_come_from_the_raw_table() -> None:
         assert f"| {s['score_minutes']:,.2f} | {s['score_gpu_hours']:,.2f} |" in md
     assert f"Every run ({len(data['rows'])} rows" in md
     assert md.count("](https://github.com/mlcommons/") == len(data["rows"])
+
+
+PREFLIGHT_REPORT = ROOT / "docs/data/validation/cpu-preflight-tiny-llama.json"
+
+
+def test_checklist_directive_draws_the_reports_checks() -> None:
+    report = json.loads(PREFLIGHT_REPORT.read_text(encoding="utf-8"))
+    checks = report["details"]["checks"]
+    md, _ = render("Before.\n[[checklist cpu-preflight-tiny-llama.json]]\nAfter.\n")
+    figure = re.search(r'<figure class="kd-figure">(.*?)</figure>', md, re.S)
+    assert figure is not None
+    svgs = [ET.fromstring(s) for s in re.findall(r"<svg\b.*?</svg>", figure.group(1), re.S)]
+    assert len(svgs) == 2  # the wide and the narrow drawing
+    ns = "{http://www.w3.org/2000/svg}"
+    for svg in svgs:
+        tips = [c.findtext(f"{ns}title") for c in svg.iter(f"{ns}circle")]
+        assert tips == [f"check {c['number']} {c['id']}: {c['status']}" for c in checks]
+    # the caption says where and how the report was made, from the report itself
+    caption = figure.group(1).rsplit("<figcaption>", 1)[1]
+    assert escape(report["command_line"]) in caption
+    assert report["environment"]["torch"] in caption
+    assert caption.startswith(f"preflight on {escape(report['environment']['device_name'])}")
+    html = markdown.markdown(md, extensions=["md_in_html", "attr_list"])
+    assert html.count("<svg") == 2 and "<p><figure" not in html
+    assert "<p>Before.</p>" in html and "<p>After.</p>" in html
+
+
+def test_checklist_caption_can_be_given() -> None:
+    md, _ = render('[[checklist cpu-preflight-tiny-llama.json caption="the CPU run"]]')
+    assert md.endswith("<figcaption>the CPU run</figcaption></figure>\n")
+
+
+def test_checklist_draws_a_failed_check_from_any_report(tmp_path: Path) -> None:
+    report = json.loads(PREFLIGHT_REPORT.read_text(encoding="utf-8"))
+    report["details"]["checks"][5]["status"] = "fail"
+    report["details"]["checks"][5]["look_at"] = "optimizer state not restored"
+    folder = tmp_path / "data" / "validation"
+    folder.mkdir(parents=True)
+    (folder / "planted.json").write_text(json.dumps(report), encoding="utf-8")
+    md, _ = render("[[checklist planted.json]]", docs_dir=tmp_path)
+    assert md.count("check 6 resume: fail") == 2  # the mark's tooltip, in both layouts
+    assert md.count("look at: optimizer state not restored") == 2
+    assert "7 passed, 1 failed, 0 skipped" in md
+
+
+@pytest.mark.parametrize(
+    ("markdown_text", "complaint"),
+    [
+        ("[[checklist nope.json]]", "no report 'nope.json'"),
+        ("[[checklist ../validation/cpu-preflight-tiny-llama.json]]", "no report"),
+        ("[[checklist]]", "no report ''"),
+        ("[[checklist cpu-ttq-tiny-llama.json]]", "no details.checks"),
+        ("[[checklist cpu-preflight-tiny-llama.json stray]]", "expected FILE.json"),
+        ('[[checklist cpu-preflight-tiny-llama.json caption="open]]', "quot"),
+    ],
+)
+def test_a_bad_checklist_fails_the_build_naming_the_page(
+    markdown_text: str, complaint: str
+) -> None:
+    with pytest.raises(PluginError, match=complaint) as caught:
+        render(markdown_text)
+    assert str(caught.value).startswith("guide.md: [[checklist")

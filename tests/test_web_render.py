@@ -514,3 +514,104 @@ def test_many_series_keep_distinct_colour_and_dash_pairs() -> None:
             for line in svg.iter(f"{SVG}polyline")
         }
         assert len(styles) == count
+
+
+# ---- checklist_svg: the preflight report's checks --------------------------------------
+# (imports inside the functions: this section is appended to the module as it stood)
+
+PREFLIGHT = "docs/data/validation/cpu-preflight-tiny-llama.json"
+
+
+def _preflight_checks() -> list[dict]:
+    """The committed CPU preflight report's checks."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    return json.loads((root / PREFLIGHT).read_text(encoding="utf-8"))["details"]["checks"]
+
+
+def _marks(svg: ET.Element) -> list[tuple[str, str]]:
+    """Each mark's tooltip and fill, in drawing order."""
+    return [(c.findtext(f"{SVG}title") or "", c.get("fill", "")) for c in svg.iter(f"{SVG}circle")]
+
+
+def _drawn_text(svg: ET.Element) -> str:
+    """The visible text, lines joined by spaces, and the tooltips of cut lines after it."""
+    shown = " ".join(t.text or "" for t in svg.iter(f"{SVG}text"))
+    tips = " ".join(t.findtext(f"{SVG}title") or "" for t in svg.iter(f"{SVG}text"))
+    return f"{shown} {tips}"
+
+
+def test_checklist_draws_the_committed_report_one_row_per_check() -> None:
+    from calculators.web.render import CHECK_MARKS, checklist_svg
+
+    checks = _preflight_checks()
+    html = checklist_svg(checks)
+    for layout, svg in layouts(html).items():
+        marks = _marks(svg)
+        assert [tip for tip, _ in marks] == [
+            f"check {c['number']} {c['id']}: {c['status']}" for c in checks
+        ]
+        assert [fill for _, fill in marks] == [CHECK_MARKS[c["status"]][0] for c in checks]
+        text = _drawn_text(svg)
+        passed = sum(c["status"] == "pass" for c in checks)
+        assert text.startswith(f"{passed} passed, ")
+        for c in checks:
+            assert f"{c['number']}. {c['title']}" in text, (layout, c["id"])
+            # the summary is drawn whole (its wrapped lines joined), or is the tooltip of
+            # a line that had to be cut
+            assert c["summary"] in text, (layout, c["id"])
+        # one row per check, down the drawing in the report's order
+        ys = [float(c.get("cy", "0")) for c in svg.iter(f"{SVG}circle")]
+        assert ys == sorted(ys) and len(set(ys)) == len(ys) == len(checks)
+
+
+def test_checklist_marks_a_failure_and_a_skip_with_their_reason() -> None:
+    from calculators.web.render import CHECK_MARKS, checklist_svg
+
+    checks = _preflight_checks()[:3]
+    checks[1] = {**checks[1], "status": "fail", "look_at": "a detach() in the path"}
+    skip = "not selected (--checks)"
+    checks[2] = {**checks[2], "status": "skipped", "summary": skip, "look_at": skip}
+    for svg in layouts(checklist_svg(checks)).values():
+        assert [fill for _, fill in _marks(svg)] == [PALETTE[2], PALETTE[5], "none"]
+        text = _drawn_text(svg)
+        assert text.startswith("1 passed, 1 failed, 1 skipped")
+        assert "2. Gradients reach what should train (failed)" in text
+        assert "look at: a detach() in the path" in text
+        assert "3. Overfit one batch (skipped)" in text
+        assert text.count(skip) == 1  # the reason is the summary: not drawn twice
+        # a shape as well as a colour: a tick, a cross and a dash
+        assert [p.get("d") for p in svg.iter(f"{SVG}path")] == [
+            CHECK_MARKS[s][1] for s in ("pass", "fail", "skipped")
+        ]
+
+
+@pytest.mark.parametrize(
+    ("items", "complaint"),
+    [
+        ([], "no checks"),
+        ([{"status": "passed", "title": "t"}], "check 1 has status 'passed'"),
+        ([{"status": "pass", "title": "t"}, {"status": "fail", "title": " "}], "check 2 has no"),
+    ],
+)
+def test_checklist_refuses_what_it_cannot_draw(items: list, complaint: str) -> None:
+    from calculators.web.render import checklist_svg
+
+    with pytest.raises(ValueError, match=complaint):
+        checklist_svg(items)
+
+
+def test_checklist_passes_the_checks_every_chart_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from calculators.web.render import checklist_svg
+
+    long_fail = {"id": LONG, "title": LONG, "summary": LONG, "look_at": LONG}
+    items = [
+        {"number": 1, "status": "fail", **long_fail},
+        {"number": 2, "id": "x", "title": "x", "status": "skipped", "summary": "", "look_at": "y"},
+        *_preflight_checks(),
+    ]
+    monkeypatch.setitem(CHARTS, "checklist", checklist_svg(items, title=LONG))
+    test_nothing_is_drawn_outside_the_chart("checklist")
+    test_both_layouts_carry_the_same_title_and_data("checklist")

@@ -1295,7 +1295,7 @@ def _checklist(width: int, items: Sequence[dict[str, Any]], title: str) -> str:
             body += under
             lines += len(under)
         look = item.get("look_at")
-        if look and status != "pass":
+        if look and status != "pass" and look != summary:
             label = "look at" if status == "fail" else "why"
             more = _lines(left, base + LINE * lines, f"{label}: {look}", room, 4)
             body += more

@@ -18,13 +18,16 @@ formatted; and `[[spec:qwen3-8b:moe.experts_per_token|int]]`,
 `[[preset:qwen3-8b:hf_repo]]` read the model and its source,
 `[[kvformat:fp8:bits_per_value]]` a KV format, `[[format:nf4:bits]]` a weights format,
 `[[gpu:h200:memory_vendor]]` the GPU catalog, `[[report:FILE.json:measured.runs]]` a
-committed probe report, `[[margin:train-step:peak:cpu:max|g4]]`
+committed probe report, `[[data:evaluation/digits/seeds.json:a|list]]` any committed JSON
+under docs/data (also inside a calculator block's values), `[[margin:train-step:peak:cpu:max|g4]]`
 the margins of the committed probe reports. Formats: gib, gb, int, count, f1, f2, g4,
-pct, pct1, raw, fits (a boolean as "fits" / "does not fit"). Directives on a line of their
+pct, pct1, raw, fits (a boolean as "fits" / "does not fit"), list (numbers joined by
+commas), len (a list's length). Directives on a line of their
 own: `[[fields NAME]]` (the inputs explained), `[[command NAME key=value ...]]`,
 `[[table calculators|presets|gpus|formats]]`, `[[margins]]` (the margins table),
 `[[mlperf]]` (the published time-to-train rows),
-`[[validation-reports]]`, and `[[figure NAME key=value ... caption="..."]]`: a chart of
+`[[validation-reports]]`, `[[checklist FILE.json]]` (a committed report's checks drawn as
+a checklist), and `[[figure NAME key=value ... caption="..."]]`: a chart of
 `calculators.figures` drawn as SVG into the page (no JavaScript needed), captioned by
 `caption` or else by the figure's own first docstring line.
 No figure is typed by hand: a reference that cannot be resolved fails the build.
@@ -78,7 +81,9 @@ KATEX_FILES = ("katex.min.css",)
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
 _DIRECTIVE = re.compile(
-    r"^\[\[(fields|command|table|figure|margins|mlperf|validation-reports)\b([^\]]*)\]\]$", re.M
+    r"^\[\[(fields|command|table|figure|checklist|margins|mlperf|validation-reports)\b"
+    r"([^\]]*)\]\]$",
+    re.M,
 )
 
 _forms: dict[str, list[str]] = {}
@@ -552,6 +557,30 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 return _reference_table(arg)
             if kind == "figure":
                 return _figure(arg)
+            if kind == "checklist":  # [[checklist FILE.json]]: a committed report's checks
+                from calculators.web.render import checklist_svg
+
+                name, *rest = shlex.split(arg) or [""]
+                if any(not w.startswith("caption=") for w in rest) or len(rest) > 1:
+                    raise ValueError(f'expected FILE.json [caption="..."], got {arg!r}')
+                caption = rest[0].removeprefix("caption=") if rest else None
+                report = Path(config["docs_dir"]) / "data" / "validation" / name
+                if "/" in name or not name.endswith(".json") or not report.is_file():
+                    raise ValueError(f"no report {name!r} in docs/data/validation")
+                r = json.loads(report.read_text(encoding="utf-8"))
+                checks = r.get("details", {}).get("checks")
+                if not isinstance(checks, list):
+                    raise ValueError(f"{name} has no details.checks: not a checklist report")
+                env, probe = r.get("environment", {}), r.get("probe", {}).get("name", "probe")
+                text = caption or (
+                    f"{probe} on {env.get('device_name')}, torch {env.get('torch')}, "
+                    f"{str(r.get('started_at'))[:10]}: {r.get('command_line')}"
+                )
+                svg = checklist_svg(checks, title=f"{probe} checks of {name}")
+                return (
+                    f'\n<figure class="kd-figure">{svg}'
+                    f"<figcaption>{escape(text)}</figcaption></figure>\n"
+                )
             if kind == "margins":
                 return margin_markdown(_margins(Path(config["docs_dir"])))
             if kind == "mlperf":

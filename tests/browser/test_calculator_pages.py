@@ -37,6 +37,13 @@ CASES = [
     ("evaluation/evaluation-set/", "leakage", ("shingle", "3"), ("ngram", "0")),
     ("evaluation/error-analysis/", "compare", ("cost", "other=5"), ("cost", "other=-1")),
     ("evaluation/seed-variability/", "seeds", ("confidence", "0.99"), ("alpha", "1.5")),
+    (
+        "training/effective-batch/",
+        "batch",
+        ("micro_batch_tokens", "10,100\n50,50"),
+        ("micro_batch_tokens", "10,100"),
+    ),
+    ("training/validate-the-loop/", "training", ("micro_batch", "2"), ("zero", "7")),
 ]
 IDS = [c[0].strip("/").replace("/", "-") for c in CASES]
 READY = 60_000  # ms: Pyodide's first load on a slow CI machine
