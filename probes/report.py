@@ -269,21 +269,29 @@ def validate(report: object) -> None:
             raise ValueError(f"report field {key!r} is not ISO 8601: {report[key]!r}") from None
 
 
-def write(report: dict[str, Any], path: str) -> None:
-    """Validate and write atomically: a temporary file in the same folder, then rename."""
-    validate(report)
+def write_json_atomically(
+    data: dict[str, Any], path: str, *, prefix: str, allow_nan: bool = True
+) -> None:
+    """Write JSON through a temporary file in the same folder, then a rename, so that the
+    file on disk is always whole, even if the writer is killed mid-write."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".json", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2, sort_keys=False)
+            json.dump(data, f, indent=2, allow_nan=allow_nan)
             f.write("\n")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write(report: dict[str, Any], path: str) -> None:
+    """Validate and write atomically."""
+    validate(report)
+    write_json_atomically(report, path, prefix=".report-")
 
 
 def read(path: str) -> dict[str, Any]:

@@ -13,13 +13,13 @@ import math
 import os
 import re
 import secrets
-import tempfile
 import tomllib
 from datetime import UTC, datetime
 from typing import Any
 
 from calculators.limits import MAX_GPUS, MAX_PRICE_PER_GPU_HOUR
 from probes.manifest.hashing import MAX_FOLDER_FILES, file_sha256, folder_digests, listing_sha256
+from probes.report import write_json_atomically
 
 SCHEMA_ID = "kernodeck-run-manifest"
 SCHEMA_VERSION = 1
@@ -275,20 +275,9 @@ def metrics(
 
 
 def write(manifest: dict[str, Any], path: str) -> None:
-    """Write atomically (a temporary file in the same folder, then a rename), so that a
-    manifest on disk is always whole, even if the writer is killed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write atomically, so that a manifest on disk is always whole, even if the writer is
+    killed; strict JSON (a NaN metric is refused, not written)."""
+    write_json_atomically(manifest, path, prefix=".manifest-", allow_nan=False)
 
 
 REQUIRED = ("schema", "schema_version", "id", "status", "command", "started_at")
