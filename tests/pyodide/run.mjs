@@ -83,6 +83,8 @@ copyTree(pyodide, path.join(root, "tests"), `${work}/tests`);
 // The example files the evaluation calculators start with (a file input's path is under
 // docs/): their tests read them here as the pages' worker does.
 copyTree(pyodide, path.join(root, "docs/data/evaluation"), `${work}/docs/data/evaluation`);
+// The committed preflight report the checklist drawing is tested on (the page draws it at build).
+copyTree(pyodide, path.join(root, "docs/data/validation"), `${work}/docs/data/validation`);
 pyodide.FS.writeFile(`${work}/pyproject.toml`, fs.readFileSync(path.join(root, "pyproject.toml")));
 
 for (const [what, why] of Object.entries({ ...DESELECTED, ...DESELECTED_GLOBS, ...DESELECTED_TESTS })) {
