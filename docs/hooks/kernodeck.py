@@ -27,7 +27,9 @@ own: `[[fields NAME]]` (the inputs explained), `[[command NAME key=value ...]]`,
 `[[table calculators|presets|gpus|formats]]`, `[[margins]]` (the margins table),
 `[[mlperf]]` (the published time-to-train rows),
 `[[validation-reports]]`, `[[checklist FILE.json]]` (a committed report's checks drawn as
-a checklist), and `[[figure NAME key=value ... caption="..."]]`: a chart of
+a checklist), `[[protocol PATH-protocol.json]]` (a protocol under docs/data/ as task lists,
+with its JSON and a Markdown copy, written next to it in the site, to download), and
+`[[figure NAME key=value ... caption="..."]]`: a chart of
 `calculators.figures` drawn as SVG into the page (no JavaScript needed), captioned by
 `caption` or else by the figure's own first docstring line.
 No figure is typed by hand: a reference that cannot be resolved fails the build.
@@ -64,6 +66,7 @@ from calculators.web import CALCULATORS, compute, form_html
 from calculators.web import forms as web_forms
 from calculators.web.forms import argv_for, calculator, clean
 from calculators.web.page import command_line
+from calculators.web.protocol import item_count, protocol_markdown
 from calculators.web.render import bar_chart_svg
 from probes.margins import Margin, margin_markdown, margin_summary, phase_ratios
 
@@ -81,7 +84,7 @@ KATEX_FILES = ("katex.min.css",)
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
 _DIRECTIVE = re.compile(
-    r"^\[\[(fields|command|table|figure|checklist|margins|mlperf|validation-reports)\b"
+    r"^\[\[(fields|command|table|figure|checklist|protocol|margins|mlperf|validation-reports)\b"
     r"([^\]]*)\]\]$",
     re.M,
 )
@@ -425,6 +428,38 @@ def _validation_reports(docs_dir: Path) -> str:
     )
 
 
+def _protocol_file(docs_dir: Path, name: str) -> Path:
+    path = docs_dir / "data" / name
+    if not name.endswith("-protocol.json") or ".." in name or not path.is_file():
+        raise ValueError(f"no protocol {name!r} (docs/data/...-protocol.json)")
+    return path
+
+
+def _protocol(docs_dir: Path, name: str, where: str, site_root: str) -> str:
+    """The checklist on its page, and links to its JSON and to the Markdown copy that
+    `on_post_build` writes next to it."""
+    data = json.loads(_protocol_file(docs_dir, name).read_text(encoding="utf-8"))
+    body = protocol_markdown(data, page=where)
+    json_url, md_url = f"{site_root}data/{name}", f"{site_root}data/{name.removesuffix('.json')}.md"
+    md_name = Path(md_url).name
+    return (
+        f'<p class="kd-downloads">Download: <a href="{md_url}" download="{md_name}">Markdown</a>'
+        f' &middot; <a href="{json_url}" download>JSON</a> ({item_count(data)} items)</p>\n\n'
+        + body
+    )
+
+
+def on_post_build(config: Any) -> None:
+    # A protocol's Markdown copy is written into the built site, not docs/: MkDocs would
+    # render a .md file under docs/ as a page instead of serving it as a file.
+    docs_dir, site_dir = Path(config["docs_dir"]), Path(config["site_dir"])
+    for path in sorted((docs_dir / "data").rglob("*-protocol.json")):
+        rel = path.relative_to(docs_dir).with_suffix(".md")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        (site_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site_dir / rel).write_text(protocol_markdown(data, page=None), encoding="utf-8")
+
+
 def on_config(config: Any) -> Any:
     missing = [f for f in PYODIDE_FILES if not (NODE / "pyodide" / f).is_file()]
     missing += [f for f in KATEX_FILES if not (NODE / "katex" / "dist" / f).is_file()]
@@ -581,6 +616,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                     f'\n<figure class="kd-figure">{svg}'
                     f"<figcaption>{escape(text)}</figcaption></figure>\n"
                 )
+            if kind == "protocol":  # [[protocol adaptation/fine-tuning-protocol.json]]
+                return _protocol(Path(config["docs_dir"]), arg, where, site_root)
             if kind == "margins":
                 return margin_markdown(_margins(Path(config["docs_dir"])))
             if kind == "mlperf":
