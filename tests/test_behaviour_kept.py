@@ -98,6 +98,7 @@ def test_the_record_covers_every_calculator() -> None:
         "gap",
         "design",
         "target-cost",
+        "useful-cost",
         "leakage",
         "compare",
     }

@@ -577,3 +577,46 @@ def test_weights_bits_per_parameter_counts_scales_and_float_tensors(capsys) -> N
     total = nf4["parameters"]["total"]
     assert nf4["bits_per_parameter"] == 8 * nf4["weight_bytes"] / total
     assert 4.5 < nf4["bits_per_parameter"] < 16
+
+
+def test_useful_cost_json(capsys) -> None:
+    data = run_json(
+        capsys,
+        *("useful-cost", "--model", "llama-3.1-8b", "--context", "8192", "--sequences", "16"),
+        *("--gpus", "l40s,h200", "--formats", "bf16,nf4", "--kv-formats", "bf16,fp8"),
+        *("--price", "h200=3.5", "--price", "1", "--prefill-chunk", "8192"),
+        *("--quality", "bf16=0", "--quality", "nf4/fp8=0.05"),
+    )
+    ids = [r["id"] for r in data["rows"]]
+    # formats, then KV formats, then cards, as given
+    assert ids == [
+        f"{f}/{k}/{g}" for f in ("bf16", "nf4") for k in ("bf16", "fp8") for g in ("l40s", "h200")
+    ]
+    row = data["rows"][ids.index("bf16/bf16/h200")]
+    # 2 bytes x 8,030,261,248 parameters (meta-llama/Llama-3.1-8B safetensors metadata);
+    # 16 sequences x 8192 tokens x 131,072 bytes per token (32 layers x 2 x 8 x 128 x 2)
+    assert row["weights_bytes"] == 2 * 8_030_261_248
+    assert row["kv_bytes"] == 16 * 8192 * 131_072
+    assert row["cards"] == 1 and row["fits"] is True
+    assert sum(row["per_card"].values()) == row["per_card_bytes"]
+    assert row["price_per_gpu_hour"] == 3.5
+    assert data["rows"][ids.index("bf16/bf16/l40s")]["price_per_gpu_hour"] == 1.0
+    for r in data["rows"]:
+        assert r["cost_per_million_tokens"] == pytest.approx(
+            r["price_per_gpu_hour"] * r["cards"] / (r["decode_tokens_per_second"] * 3600) * 1e6
+        )
+    assert data["rows"][ids.index("nf4/fp8/l40s")]["quality"] == 0.05
+    assert data["rows"][ids.index("nf4/bf16/l40s")]["quality"] is None
+    cheapest = {c["id"]: c for c in data["cheapest"]}
+    assert set(cheapest) == {"bf16", "nf4"}
+    for fmt, c in cheapest.items():
+        costs = [r["cost_per_million_tokens"] for r in data["rows"] if r["format"] == fmt]
+        assert c["cost_per_million_tokens"] == min(costs)
+    assert {(r["runtime"], r["id"]) for r in data["reserves"]} == {
+        ("cuda", "runtime_context"),
+        ("cuda", "allocator_fragmentation"),
+        ("cuda", "framework_overhead"),
+    }
+    assert one_error_line(
+        capsys, "useful-cost", "--model", "gpt2", "--context", "8", "--gpus", "h200,h200"
+    ).startswith("error: --gpus lists 'h200' twice")

@@ -28,6 +28,7 @@ CASES = [
     ("calculators/gap/", "gap", ("allocated", "23"), ("reserved", "1")),
     ("calculators/design/", "design", ("seeds", "5"), ("fraction", "9")),
     ("calculators/target-cost/", "target-cost", ("default_price", "2"), ("default_price", "-1")),
+    ("calculators/useful-cost/", "useful-cost", ("sequences", "32"), ("gpus", "h900")),
     ("memory/kv-cache/", "kv-cache", ("batch", "2"), ("batch", "0")),
     ("memory/sizing-gpu-memory/", "envelope", ("gpu", "mi300x"), ("context", "0")),
     ("memory/estimate-vs-peak/", "gap", ("device_used", "30"), ("device_used", "1")),
