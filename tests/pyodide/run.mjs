@@ -29,6 +29,8 @@ const DESELECTED = {
   "tests/test_mlperf_raw_table.py": "tests a build script of benchmarks/, which is not copied here",
   "tests/test_evaluation_examples.py":
     "reruns the examples' generators, one with scikit-learn, which this Pyodide does not ship",
+  "tests/test_adaptation_contribution.py":
+    "reruns the contribution example's training, with torch, PEFT and scikit-learn, which this Pyodide does not ship",
 };
 const DESELECTED_TESTS = {
   "tests/test_cli.py::test_real_process_exits_2_without_traceback":
@@ -39,6 +41,10 @@ const DESELECTED_TESTS = {
     "runs `python -m calculators` in a subprocess",
   "tests/test_figures.py::test_a_page_never_imports_the_figures":
     "runs a fresh CPython in a subprocess to see what one page imports",
+  "tests/test_protocol.py::test_every_item_links_to_a_heading_of_the_guide":
+    "reads the site's Markdown pages, which are not copied here",
+  "tests/test_protocol.py::test_every_tool_page_exists":
+    "reads the site's Markdown pages, which are not copied here",
 };
 const DESELECTED_GLOBS = {
   "tests/test_probe*": "the probes need torch, which this Pyodide does not ship",
@@ -85,6 +91,9 @@ copyTree(pyodide, path.join(root, "tests"), `${work}/tests`);
 copyTree(pyodide, path.join(root, "docs/data/evaluation"), `${work}/docs/data/evaluation`);
 // The committed preflight report the checklist drawing is tested on (the page draws it at build).
 copyTree(pyodide, path.join(root, "docs/data/validation"), `${work}/docs/data/validation`);
+// The adaptation guides' committed data (contribution predictions, the protocol, the
+// published quantization scoreboard) that their tests read.
+copyTree(pyodide, path.join(root, "docs/data/adaptation"), `${work}/docs/data/adaptation`);
 pyodide.FS.writeFile(`${work}/pyproject.toml`, fs.readFileSync(path.join(root, "pyproject.toml")));
 
 for (const [what, why] of Object.entries({ ...DESELECTED, ...DESELECTED_GLOBS, ...DESELECTED_TESTS })) {
