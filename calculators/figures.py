@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping
 
 from calculators.checks import positive_int
 from calculators.errors import InputError, shown
-from calculators.limits import MAX_CONCURRENT_SEQUENCES, MAX_MICRO_BATCH, MAX_SEQUENCE_TOKENS
+from calculators.limits import (
+    MAX_CONCURRENT_SEQUENCES,
+    MAX_LORA_RANK,
+    MAX_MICRO_BATCH,
+    MAX_SEQUENCE_TOKENS,
+)
 from calculators.memory.envelope import EnvelopeQuery, memory_envelope
 from calculators.memory.formats import FORMATS
 from calculators.memory.gpus import get_gpu
@@ -23,15 +28,24 @@ from calculators.memory.kv_formats import KV_FORMATS
 from calculators.memory.weights import weight_bytes
 from calculators.model.presets import load_preset
 from calculators.model.spec import ModelSpec
-from calculators.parsing import parse_int
+from calculators.parsing import parse_float, parse_int
 from calculators.training.step import TrainingQuery, training_fit
-from calculators.units import GIB, format_gib
-from calculators.web.render import bar_chart_svg, line_chart_svg, phase_bars_svg
+from calculators.units import GIB, format_count, format_gib
+from calculators.web.render import (
+    bar_chart_svg,
+    labelled_points_svg,
+    line_chart_svg,
+    phase_bars_svg,
+)
 
 # Contexts a context figure draws unless told: 1K to 128K tokens, doubling (the log2 axis
 # puts them evenly apart).
 DEFAULT_CONTEXTS = ",".join(str(2**k) for k in range(10, 18))
 CONTEXT_LABEL = "context (tokens)"
+# A mean KL divergence past this many nats per token is not a quantization worth drawing
+# (llama.cpp's worst 1-bit rows stay near 2.3); the bound keeps a typo off the chart.
+MAX_KL_NATS = 100.0
+KL_LABEL = "mean KL divergence from the reference (nats per token)"
 
 
 # ---- reading the arguments ----------------------------------------------------------
@@ -68,6 +82,31 @@ def _contexts(text: str) -> list[int]:
     if not parts:
         raise InputError("contexts", f"contexts must name at least one, got {shown(text)}")
     return [_count("contexts", part, MAX_SEQUENCE_TOKENS) for part in parts]
+
+
+def _kl_points(text: str) -> list[tuple[str, float]]:
+    """`FORMAT:KL,FORMAT:KL,...`: weights format ids, each once, with a mean KL divergence
+    in [0, MAX_KL_NATS] nats per token; at least one pair."""
+    pairs = [part.strip() for part in text.split(",") if part.strip()]
+    if not pairs:
+        raise InputError("points", f"points must name at least one, got {shown(text)}")
+    out: list[tuple[str, float]] = []
+    for pair in pairs:
+        fid, sep, value = pair.partition(":")
+        if not sep:
+            raise InputError("points", f"points must be FORMAT:KL pairs; got {shown(pair)}")
+        fid = _ids("points", fid, FORMATS)[0]
+        if fid in dict(out):
+            raise InputError("points", f"points names {fid} twice")
+        kl = parse_float("points", value)
+        if not 0 <= kl <= MAX_KL_NATS:
+            raise InputError(
+                "points",
+                f"points: the KL divergence of {fid} must be in [0, {MAX_KL_NATS:g}]; "
+                f"got {shown(value)}",
+            )
+        out.append((fid, kl))
+    return out
 
 
 def _gib(n_bytes: int) -> float:
@@ -217,11 +256,78 @@ def training_phases(
     )
 
 
+def memory_vs_quality(*, model: str, points: str) -> str:
+    """Weights memory against mean KL divergence from the reference, one point per format.
+
+    model: a preset id; points: comma-separated FORMAT:KL pairs, FORMAT a weights format
+    id and KL a published mean KL divergence of that format from the unquantized model,
+    in nats per token, quoted on the page from a committed file
+    (`gguf-q4_k_m:[[data:adaptation/llama3-8b-scoreboard.json:rows.q4_K_M.kld_mean]]`), so
+    that no figure is retyped. x is `weight_bytes(spec, FORMAT).main_bytes` in GiB: the
+    calculators' own bytes for the preset, not the file size a publisher reports. The
+    quality of a point is only as transferable as its source: the same model, text and
+    context as the reader's, or it is an indication.
+    """
+    spec = _spec(model)
+    drawn = [(fid, _gib(weight_bytes(spec, fid).main_bytes), kl) for fid, kl in _kl_points(points)]
+    return labelled_points_svg(
+        drawn,
+        x_label="weights of the main model, GiB (2^30 bytes), from the calculators",
+        y_label=KL_LABEL,
+        title=f"{model}: weights memory against mean KL divergence, by format",
+        x_format=_gib_text,
+        y_format=lambda v: f"{v:.4g}",
+    )
+
+
+def training_by_method(
+    *, model: str, micro_batch: str, seq_len: str, rank: str = "16", gpu: str = "h100-sxm"
+) -> str:
+    """Memory of a whole training step by adaptation method, against the card, GiB.
+
+    model: a preset id; micro_batch: sequences per GPU; seq_len: tokens per sequence;
+    rank: the LoRA rank; gpu: the catalog card. One bar per method: full fine-tuning,
+    LoRA on the attention projections, LoRA on every linear layer, and QLoRA (LoRA on
+    every linear layer of an nf4-dq base). Each bar is the training calculator's
+    `training_fit(...).total_bytes` (the step's peak phase plus its reserve lines) in
+    bf16-mixed with AdamW, full activation checkpointing and one GPU; its label gives the
+    parameters the method trains (`trainable_parameters`).
+    """
+    spec = _spec(model)
+    r = _count("rank", rank, MAX_LORA_RANK)
+    common = {
+        "micro_batch": _count("micro_batch", micro_batch, MAX_MICRO_BATCH),
+        "seq_len": _count("seq_len", seq_len, MAX_SEQUENCE_TOKENS),
+        "precision": "bf16-mixed",
+        "checkpointing": "full",
+    }
+    methods = [
+        ("full fine-tuning", {}),
+        (f"LoRA r{r}, attention", {"lora_rank": r, "lora_targets": ("all-attention",)}),
+        (f"LoRA r{r}, all linear", {"lora_rank": r, "lora_targets": ("all-linear",)}),
+        (
+            f"QLoRA r{r}, nf4-dq base",
+            {"lora_rank": r, "lora_targets": ("all-linear",), "base_format": "nf4-dq"},
+        ),
+    ]
+    card = get_gpu(gpu).id
+    bars = []
+    visible = 0
+    for label, extra in methods:
+        fit = training_fit(spec, TrainingQuery(**common, **extra), gpu=card)
+        trained = format_count(fit.memory.trainable_parameters)
+        bars.append((f"{label} ({trained} trained)", fit.total_bytes))
+        visible = fit.visible_bytes
+    return phase_bars_svg(bars, visible, f"visible on {gpu}")
+
+
 FIGURES: dict[str, Callable[..., str]] = {
     "weights-by-format": weights_by_format,
     "memory-vs-context": memory_vs_context,
     "kv-vs-context": kv_vs_context,
     "training-phases": training_phases,
+    "memory-vs-quality": memory_vs_quality,
+    "training-by-method": training_by_method,
 }
 
 

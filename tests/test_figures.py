@@ -69,6 +69,17 @@ EXAMPLES = {
         "seq_len": "4096",
         "precision": "bf16-mixed",
     },
+    # mean KL divergences of llama.cpp's LLaMA 3 8b scoreboard (docs/data/adaptation)
+    "memory-vs-quality": {
+        "model": "llama-3.1-8b",
+        "points": "gguf-q8_0:0.001355,gguf-q4_k_m:0.031273",
+    },
+    "training-by-method": {
+        "model": "llama-3.1-8b",
+        "micro_batch": "4",
+        "seq_len": "2048",
+        "gpu": "rtx-4090",
+    },
 }
 
 
@@ -226,3 +237,28 @@ def test_a_page_never_imports_the_figures() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) is False
+
+
+def test_training_by_method_draws_the_training_calculator_per_method() -> None:
+    from calculators.training.step import TrainingQuery, training_fit
+
+    args = EXAMPLES["training-by-method"]
+    spec = spec_of(args["model"])
+    common = dict(micro_batch=4, seq_len=2048, precision="bf16-mixed", checkpointing="full")
+    full = training_fit(spec, TrainingQuery(**common), gpu="rtx-4090")
+    qlora = training_fit(
+        spec,
+        TrainingQuery(**common, lora_rank=16, lora_targets=("all-linear",), base_format="nf4-dq"),
+        gpu="rtx-4090",
+    )
+    for svg in drawings(figure_svg("training-by-method", args)):
+        tips = tooltips(svg)
+        assert len(tips) >= 4
+        assert any(t.startswith("full fine-tuning (8.03B trained)") for t in tips)
+        assert any(format_gib(full.total_bytes) in t for t in tips)
+        assert any(t.startswith("QLoRA r16") and format_gib(qlora.total_bytes) in t for t in tips)
+
+
+def test_training_by_method_refuses_a_zero_rank() -> None:
+    with pytest.raises(ValueError, match="rank"):
+        figure_svg("training-by-method", {**EXAMPLES["training-by-method"], "rank": "0"})

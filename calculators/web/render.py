@@ -1306,3 +1306,137 @@ def _checklist(width: int, items: Sequence[dict[str, Any]], title: str) -> str:
         'stroke="currentColor" stroke-opacity="0.15"/>'
     )
     return _svg(width, y + 6, title, body)
+
+
+# ---- labelled points --------------------------------------------------------------------
+
+POINT_RADIUS = 4
+
+
+def _label_spot(
+    cx: float,
+    cy: float,
+    w: float,
+    box: tuple[float, float, float, float],
+    placed: Sequence[tuple[float, float, float]],
+) -> tuple[float, float]:
+    """Where a label `w` wide goes for the point (cx, cy): its left x and baseline y.
+
+    Right of the point, else left of it, else a line above or below on either side: the
+    first spot inside `box` (x from, x to, baseline from, baseline to) that clears every
+    label already `placed` (x from, x to, baseline); the first spot, kept inside the box,
+    when none does (points close in both x and y).
+    """
+    x_lo, x_hi, y_lo, y_hi = box
+    spots = [
+        (cx + 8 if right else cx - 8 - w, cy + 4 + dy)
+        for dy in (0, -(FONT + 2), FONT + 2, -2 * (FONT + 2), 2 * (FONT + 2))
+        for right in (True, False)
+    ]
+    for x0, ly in spots:
+        inside = x_lo <= x0 and x0 + w <= x_hi and y_lo <= ly <= y_hi
+        if inside and not any(abs(ly - y0) < FONT and x0 < b and x0 + w > a for a, b, y0 in placed):
+            return x0, ly
+    x0, ly = spots[0]
+    return min(max(x0, x_lo), x_hi - w), min(max(ly, y_lo), y_hi)
+
+
+def labelled_points_svg(
+    points: Sequence[tuple[str, float, float]],
+    *,
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_format: Callable[[float], str] = _plain,
+    y_format: Callable[[float], str] = _plain,
+) -> str:
+    """A scatter of (label, x, y) points, each with its label written beside it, on linear
+    axes: y from 0 (a divergence, a loss), x around the points. Each point's tooltip gives
+    its label, `x_format(x)` and `y_format(y)`. No legend: the labels name the points, so
+    the chart reads without its colours. ValueError on no points, or a value that is not a
+    finite number of magnitude at most 1e300.
+    """
+    if not points:
+        raise ValueError("points: no points to draw")
+    _check_points([(label, [(x, y)]) for label, x, y in points], (), False)
+    return _both(
+        lambda width: _labelled_points(width, points, x_label, y_label, title, x_format, y_format)
+    )
+
+
+def _labelled_points(
+    width: int,
+    points: Sequence[tuple[str, float, float]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_format: Callable[[float], str],
+    y_format: Callable[[float], str],
+) -> str:
+    wide = width == WIDE
+    x_at, x_ticks = _x_axis([x for _, x, _ in points], False, width)
+    ys = [y for _, _, y in points]
+    lo, hi = min(0.0, *ys), max(0.0, *ys)
+    y_ticks = nice_ticks(lo, hi if hi - lo > _TINY_SPAN else lo + 1, Y_TICKS)
+    y_step, y_lo, y_hi = y_ticks[1] - y_ticks[0], y_ticks[0], y_ticks[-1]
+    y_texts = [_tick_text(t, y_step) for t in y_ticks]
+    cap = 0.3 * width
+    left = min(max(max(_width(t) for t in y_texts) + 12, _width(x_ticks[0][1]) / 2 + 4), cap)
+    right = min(max(12.0, _width(x_ticks[-1][1]) / 2 + 4), cap)
+    plot_w = width - left - right
+    body = _lines(10, 10 + FONT, y_label, width - 20, 2)
+    top = 10 + FONT + LINE * (len(body) - 1) + 14
+    plot_h = 220 if wide else 200
+    base = top + plot_h
+
+    def px(x: float) -> float:
+        return left + plot_w * x_at(x)
+
+    def py(y: float) -> float:
+        return base - plot_h * _fraction(y - y_lo, y_hi - y_lo)
+
+    body.append(
+        f'<rect class="kd-plot" x="{left:.2f}" y="{top}" width="{plot_w:.2f}" '
+        f'height="{plot_h}" fill="none"/>'
+    )
+    for tick, text in zip(y_ticks, y_texts, strict=True):
+        y = py(tick)
+        body.append(
+            f'<line x1="{left:.2f}" x2="{left + plot_w:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
+            f'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
+        lx, shown = _place(left - 6, text, 4, left - 6, "end")
+        body.append(_text(lx, y + 4, shown, anchor="end", full=text))
+    spacing = plot_w / max(len(x_ticks) - 1, 1)
+    widest = max(_width(text) for _, text in x_ticks) + 8
+    stride = max(1, math.ceil(widest / spacing))
+    for i, (at, text) in enumerate(x_ticks):
+        x = left + plot_w * at
+        body.append(
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{base}" y2="{base + 4}" stroke="currentColor"/>'
+        )
+        if i % stride == 0:
+            lx, shown = _place(x, text, 4, width - 4, "middle")
+            body.append(_text(lx, base + 18, shown, anchor="middle", full=text))
+    body.append(
+        f'<path d="M{left:.2f} {top}V{base}H{left + plot_w:.2f}" fill="none" '
+        f'stroke="currentColor"/>'
+    )
+    # each label beside its point, clear of the labels placed before it (`_label_spot`)
+    placed: list[tuple[float, float, float]] = []
+    for i, (label, x, y) in enumerate(points):
+        cx, cy = px(x), py(y)
+        colour = PALETTE[i % len(PALETTE)]
+        tip = f"{label}: {x_label} = {x_format(x)}, {y_label} = {y_format(y)}"
+        body.append(
+            f'<circle cx="{cx:.2f}" cy="{cy:.2f}" r="{POINT_RADIUS}" fill="{colour}" '
+            f'stroke="currentColor" stroke-width="0.75"><title>{escape(tip)}</title></circle>'
+        )
+        shown = _shorten(label, plot_w - 4)
+        w = _width(shown)
+        x0, ly = _label_spot(cx, cy, w, (left + 2, left + plot_w - 2, top + FONT, base - 4), placed)
+        placed.append((x0, x0 + w, ly))
+        body.append(_text(x0, ly, shown, full=label))
+    under = _lines(10, base + 38, x_label, width - 20, 2)
+    body += under
+    return _svg(width, base + 38 + LINE * (len(under) - 1) + 10, title, body)

@@ -31,7 +31,8 @@ a checklist), `[[protocol PATH-protocol.json]]` (a protocol under docs/data/ as 
 with its JSON and a Markdown copy, written next to it in the site, to download), and
 `[[figure NAME key=value ... caption="..."]]`: a chart of
 `calculators.figures` drawn as SVG into the page (no JavaScript needed), captioned by
-`caption` or else by the figure's own first docstring line.
+`caption` or else by the figure's own first docstring line; its arguments may hold
+references (`points=gguf-q8_0:[[data:...]]`), resolved first.
 No figure is typed by hand: a reference that cannot be resolved fails the build.
 """
 
@@ -88,6 +89,8 @@ _DIRECTIVE = re.compile(
     r"([^\]]*)\]\]$",
     re.M,
 )
+
+_FIGURE_LINE = re.compile(r"^\[\[figure\b.*\]\]$", re.M)
 
 _forms: dict[str, list[str]] = {}
 
@@ -641,7 +644,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             codes.append(m.group(0))
             return f"\x00{len(codes) - 1}\x00"
 
-        chunk = _DIRECTIVE.sub(directive, _INLINE_CODE.sub(keep, chunk))
+        chunk = _INLINE_CODE.sub(keep, chunk)
+        # A figure's argument may quote a committed file, as a calculator block's value may
+        # (`points=gguf-q8_0:[[data:adaptation/llama3-8b-scoreboard.json:rows.q8_0.kld_mean]]`):
+        # resolved first, so that the directive sees the numbers
+        chunk = _FIGURE_LINE.sub(lambda m: _REF.sub(ref, m.group(0)), chunk)
+        chunk = _DIRECTIVE.sub(directive, chunk)
         lines = []
         for line in chunk.splitlines(keepends=True):
             done = _REF.sub(ref, line)
