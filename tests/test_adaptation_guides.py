@@ -1,6 +1,6 @@
-"""The fine-tuning guide's sentences that read its computed table (docs/adaptation/
-fine-tuning.md, 'Three readings of the table'): if a calculator change turned one of them
-false, the page would still build, so they are checked here on the same inputs."""
+"""The adaptation guides' sentences that read their computed figures (docs/adaptation/
+fine-tuning.md and quantization.md): if a calculator change or a regenerated example turned
+one of them false, the page would still build, so they are checked here on the same inputs."""
 
 from __future__ import annotations
 
@@ -120,3 +120,22 @@ def test_sweep_lora_learns_less_at_every_rate_and_the_quoted_rows_are_the_rate_1
     # "full fine-tuning at that rate keeps far more of the panel than the chosen runs"
     chosen = [r for r in summary["sweep"] if r["chosen"]]
     assert all(summary["sweep"][8]["panel"] > r["panel"] + 0.2 for r in chosen)
+
+
+def test_quantization_guide_every_useful_cost_row_fits_one_card() -> None:
+    # docs/adaptation/quantization.md, "A worked pass": "Every combination fits on a single
+    # card of each kind", read from the page's `uc` block (same inputs, prices aside).
+    r = compute(
+        "useful-cost",
+        {
+            "model": "llama-3.1-8b",
+            "context": "8192",
+            "sequences": "16",
+            "gpus": "l40s,h100-sxm,h200",
+            "formats": "bf16,gguf-q8_0,gguf-q6_k,gguf-q5_k_m,gguf-q4_k_m,gguf-q4_0",
+            "kv_formats": "bf16,fp8",
+        },
+    )
+    assert len(r["rows"]) == 36
+    assert all(row["fits"] and row["cards"] == 1 for row in r["rows"])
+    assert r["rows"][0]["max_sequences"] >= 16
