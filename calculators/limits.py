@@ -91,3 +91,9 @@ MAX_PACKAGE_DAYS = 36_500
 MAX_PACKAGE_USD = 10**15
 # Share of runs budgeted again: 10 is every run redone ten times.
 MAX_MARGIN = 10.0
+
+# Next-token sampling: logits of one step (2^18, a whole vocabulary of most models; Gemma
+# 3's 262,208 tokens are just past it, so give its most probable ones), and the previous
+# token ids the repetition penalty reads (2^20, past any context a reader pastes).
+MAX_SAMPLING_LOGITS = 262_144
+MAX_PREVIOUS_TOKENS = 1_048_576

@@ -99,6 +99,7 @@ def test_the_record_covers_every_calculator() -> None:
         "design",
         "target-cost",
         "useful-cost",
+        "sampling",
         "leakage",
         "compare",
     }

@@ -548,7 +548,7 @@ def _flags(command: str) -> list[tuple[str, bool]]:
 def test_any_typed_values_give_an_answer_or_one_error_line(command, data):
     """Every path of every subcommand: exit 0 with strict JSON, or exit 2 with one line."""
     argv = [command]
-    if command not in ("batch", "budget", "seeds", "presets", "gpus", "formats"):
+    if "--model" in [flag for flag, _ in _flags(command)] and command != "budget":
         argv += ["--model", data.draw(st.sampled_from(["gpt2", "gemma-2-2b", "mixtral-8x7b"]))]
     flags = _flags(command)
     chosen = data.draw(st.lists(st.sampled_from(flags), max_size=5, unique=True)) if flags else []
@@ -620,3 +620,47 @@ def test_useful_cost_json(capsys) -> None:
     assert one_error_line(
         capsys, "useful-cost", "--model", "gpt2", "--context", "8", "--gpus", "h200,h200"
     ).startswith("error: --gpus lists 'h200' twice")
+
+
+def test_sampling_json(capsys) -> None:
+    logits = "2.0,1.0,0.5,-1.0"
+    data = run_json(
+        capsys,
+        *("sampling", "--logits", logits, "--previous", "0,3,3", "--repetition-penalty", "2"),
+        *("--top-k", "3", "--labels", "a,b,c,d"),
+    )
+    assert data["order"] == "transformers"
+    assert [s["id"] for s in data["stages"]] == [
+        "input",
+        "repetition_penalty",
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+    ]
+    # CTRL with the sign fix, once per token: 2.0 / 2 = 1.0, -1.0 x 2 = -2.0
+    assert data["stages"][1]["logits"] == [1.0, 1.0, 0.5, -2.0]
+    assert data["penalized"] == [0, 3]
+    # top-k 3 keeps every logit >= the 3rd largest (0.5): token 3 is filtered, null in JSON
+    assert data["stages"][3]["logits"] == [1.0, 1.0, 0.5, None]
+    assert data["probabilities"][3] == 0.0 and data["kept"] == 3
+    # softmax of 1, 1, 0.5: e / (2e + e^0.5) for the first two
+    from math import exp
+
+    e, half = exp(1.0), exp(0.5)
+    assert data["probabilities"][0] == pytest.approx(e / (2 * e + half), rel=1e-12)
+    assert abs(sum(data["probabilities"]) - 1.0) < 1e-12
+    assert [t["label"] for t in data["top"]] == ["a", "b", "c", "d"]
+    assert [s["enabled"] for s in data["stages"]] == [True, True, False, True, False, False]
+    llama = run_json(capsys, "sampling", "--logits", logits, "--order", "llama.cpp")
+    assert [s["id"] for s in llama["stages"]][-1] == "temperature"
+    assert one_error_line(capsys, "sampling", "--logits", logits, "--temperature", "0") == (
+        "error: --temperature must be above 0 (transformers refuses 0; for greedy decoding "
+        "set top_k to 1), got 0.0"
+    )
+    assert "--labels must name every token" in one_error_line(
+        capsys, "sampling", "--logits", logits, "--labels", "a,b"
+    )
+    assert "--previous must hold token ids from 0 to 3" in one_error_line(
+        capsys, "sampling", "--logits", logits, "--previous", "4"
+    )
