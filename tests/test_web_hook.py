@@ -416,3 +416,30 @@ def test_a_bad_checklist_fails_the_build_naming_the_page(
     with pytest.raises(PluginError, match=complaint) as caught:
         render(markdown_text)
     assert str(caught.value).startswith("guide.md: [[checklist")
+
+
+def _site_files(*uris: str):
+    from mkdocs.structure.files import File, Files
+
+    docs = str(ROOT / "docs")
+    return Files([File(u, src_dir=docs, dest_dir="/tmp/x", use_directory_urls=True) for u in uris])
+
+
+def test_a_notebook_page_links_point_at_the_built_pages() -> None:
+    files = _site_files("calculators/training.md", "learn/tinylm.py", "learn/01-a.ipynb")
+    nb = SimpleNamespace(file=SimpleNamespace(src_uri="learn/03-b.ipynb"), url="learn/03-b/")
+    html = (
+        '<a href="../calculators/training.md#fields">t</a> <a href="tinylm.py">m</a> '
+        '<a href="https://pytorch.org/x.md">p</a> <a href="#top">a</a>'
+    )
+    out = hook.notebook_links(html, nb, files)
+    assert 'href="../../calculators/training/#fields"' in out
+    assert 'href="../tinylm.py"' in out
+    assert 'href="https://pytorch.org/x.md"' in out and 'href="#top"' in out
+
+
+def test_a_notebook_link_to_a_missing_file_stops_the_build() -> None:
+    files = _site_files("calculators/training.md")
+    nb = SimpleNamespace(file=SimpleNamespace(src_uri="learn/03-b.ipynb"), url="learn/03-b/")
+    with pytest.raises(PluginError, match=r"learn/03-b.ipynb: link to '\.\./nowhere\.md'"):
+        hook.notebook_links('<a href="../nowhere.md">x</a>', nb, files)

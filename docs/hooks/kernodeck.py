@@ -42,6 +42,7 @@ import functools
 import html as html_module
 import json
 import mimetypes
+import posixpath
 import re
 import shlex
 import shutil
@@ -55,6 +56,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
+from mkdocs.utils import get_relative_url
 
 from calculators.figures import FIGURES, figure_caption, figure_svg
 from calculators.memory.formats import FORMATS
@@ -772,7 +774,33 @@ def render_math(html: str, where: str) -> str:
     return _MATH.sub(swap, html)
 
 
+# A relative link in rendered HTML: no scheme, not site-absolute, not a bare anchor.
+_RELATIVE_HREF = re.compile(r'href="(?![a-zA-Z][a-zA-Z0-9+.-]*:|/|#)([^"#?]+)(#[^"]*)?"')
+
+
+def notebook_links(html: str, page: Any, files: Any) -> str:
+    """A notebook page's relative links pointed at the built pages and files.
+
+    MkDocs rewrites `../training/x.md` into the page's URL only on Markdown pages; a
+    notebook's Markdown cells are rendered by nbconvert, so their links keep the source
+    path, which breaks under directory URLs (`learn/03-adamw/` + `../x.md`). A link to a
+    file the site does not have stops the build, as a broken Markdown link does."""
+    where = page.file.src_uri
+    folder = posixpath.dirname(where)
+
+    def swap(m: re.Match[str]) -> str:
+        target = posixpath.normpath(posixpath.join(folder, m.group(1)))
+        file = files.get_file_from_path(target)
+        if file is None:
+            raise PluginError(f"{where}: link to {m.group(1)!r}: no such page or file")
+        return f'href="{get_relative_url(file.url, page.url)}{m.group(2) or ""}"'
+
+    return _RELATIVE_HREF.sub(swap, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    if page.file.src_uri.endswith(".ipynb"):
+        html = notebook_links(html, page, files)
     html = render_math(html, page.file.src_uri)
     forms = _forms.pop(page.file.src_uri, [])
     for i, form in enumerate(forms):
