@@ -443,3 +443,20 @@ def test_a_notebook_link_to_a_missing_file_stops_the_build() -> None:
     nb = SimpleNamespace(file=SimpleNamespace(src_uri="learn/03-b.ipynb"), url="learn/03-b/")
     with pytest.raises(PluginError, match=r"learn/03-b.ipynb: link to '\.\./nowhere\.md'"):
         hook.notebook_links('<a href="../nowhere.md">x</a>', nb, files)
+
+
+def test_notebook_math_becomes_the_spans_katex_renders_but_code_is_left_alone() -> None:
+    html = (
+        '<div class="jp-RenderedMarkdown" data-mime-type="text/markdown">'
+        "<p>loss is $\\ln V$ and</p><p>$$p_i = e^{z_i}$$</p>"
+        "<p><code>x = $HOME</code> costs $3 or $4</p></div>"
+        '<div data-mime-type="text/plain"><pre>$not math$</pre></div>'
+    )
+    out = hook.notebook_math(html)
+    assert '<span class="arithmatex">\\(\\ln V\\)</span>' in out
+    assert '<div class="arithmatex">\\[p_i = e^{z_i}\\]</div>' in out
+    assert "<code>x = $HOME</code>" in out and "<pre>$not math$</pre>" in out
+    rendered = hook.render_math(out, "learn/x.ipynb")
+    # \ln V, the display, and "3 or ": two dollar amounts in one cell read as math, as they
+    # do in Jupyter itself (write \$ for a literal dollar)
+    assert rendered.count('class="kd-math"') == 3

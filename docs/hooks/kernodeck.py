@@ -798,9 +798,33 @@ def notebook_links(html: str, page: Any, files: Any) -> str:
     return _RELATIVE_HREF.sub(swap, html)
 
 
+# A notebook's Markdown cell as nbconvert renders it, and the code inside it.
+_MARKDOWN_CELL = re.compile(r'(data-mime-type="text/markdown">)(.*?)(</div>)', re.S)
+_CODE = re.compile(r"(<code>.*?</code>|<pre>.*?</pre>)", re.S)
+_DISPLAY_PARAGRAPH = re.compile(r"<p>\$\$(.+?)\$\$</p>", re.S)
+_DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
+
+
+def notebook_math(html: str) -> str:
+    """`$...$` and `$$...$$` in a notebook's Markdown cells as the spans `render_math`
+    typesets with KaTeX, as on the Markdown pages: the notebook template's MathJax is not
+    loaded (no CDN), so the TeX would otherwise show as written. Code is left alone."""
+
+    def cell(m: re.Match[str]) -> str:
+        parts = _CODE.split(m.group(2))
+        for i in range(0, len(parts), 2):  # even parts are outside <code> and <pre>
+            text = _DISPLAY_PARAGRAPH.sub(r'<div class="arithmatex">\\[\1\\]</div>', parts[i])
+            text = _DISPLAY.sub(r'<span class="arithmatex">\\(\1\\)</span>', text)
+            parts[i] = _INLINE.sub(r'<span class="arithmatex">\\(\1\\)</span>', text)
+        return m.group(1) + "".join(parts) + m.group(3)
+
+    return _MARKDOWN_CELL.sub(cell, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     if page.file.src_uri.endswith(".ipynb"):
-        html = notebook_links(html, page, files)
+        html = notebook_math(notebook_links(html, page, files))
     html = render_math(html, page.file.src_uri)
     forms = _forms.pop(page.file.src_uri, [])
     for i, form in enumerate(forms):
