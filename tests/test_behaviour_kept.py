@@ -100,6 +100,7 @@ def test_the_record_covers_every_calculator() -> None:
         "target-cost",
         "useful-cost",
         "sampling",
+        "generate",
         "leakage",
         "compare",
     }

@@ -63,8 +63,10 @@ def _file_control(fid: str, f: Field, value: Any, described: str, site_root: str
     file of their own, which the browser reads locally."""
     example = str(value)
     name = example.rsplit("/", 1)[-1]
+    # records (leakage, compare) come as text, JSON lines or CSV; a model export as JSON
+    accept = ".json" if name.endswith(".json") else ".txt,.jsonl,.csv"
     return (
-        f'<input id="{fid}" name="{f.name}" type="file" accept=".txt,.jsonl,.csv" '
+        f'<input id="{fid}" name="{f.name}" type="file" accept="{accept}" '
         f'data-example="{escape(example)}" {described}>'
         f'<small class="kd-file" data-file-current>Computing with the example file '
         f'<a href="{escape(site_root + example)}" download>{escape(name)}</a>; '

@@ -30,6 +30,7 @@ CASES = [
     ("calculators/target-cost/", "target-cost", ("default_price", "2"), ("default_price", "-1")),
     ("calculators/useful-cost/", "useful-cost", ("sequences", "32"), ("gpus", "h900")),
     ("calculators/sampling/", "sampling", ("temperature", "1.5"), ("top_p", "1.5")),
+    ("calculators/generate/", "generate", ("top_k", "3"), ("seed", "-1")),
     ("memory/kv-cache/", "kv-cache", ("batch", "2"), ("batch", "0")),
     ("memory/sizing-gpu-memory/", "envelope", ("gpu", "mi300x"), ("context", "0")),
     ("memory/estimate-vs-peak/", "gap", ("device_used", "30"), ("device_used", "1")),
