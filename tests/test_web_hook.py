@@ -460,3 +460,27 @@ def test_notebook_math_becomes_the_spans_katex_renders_but_code_is_left_alone() 
     # \ln V, the display, and "3 or ": two dollar amounts in one cell read as math, as they
     # do in Jupyter itself (write \$ for a literal dollar)
     assert rendered.count('class="kd-math"') == 3
+
+
+def test_a_notebook_cell_naming_a_calculator_becomes_its_live_form() -> None:
+    nb = SimpleNamespace(file=SimpleNamespace(src_uri="learn/10-x.ipynb"), url="learn/10-x/")
+    html = (
+        "<p>before</p><p>[[calculator seeds a=0.80,0.82,0.79,0.81,0.80 "
+        "b=&quot;0.82,0.83,0.81,0.84,0.81&quot; effect=0.005]]</p>"
+    )
+    out = hook.notebook_calculators(html, nb)
+    assert out.startswith("<p>before</p>") and "[[calculator" not in out
+    assert 'data-calculator="seeds"' in out and 'id="kd-seeds-nb0"' in out
+    assert json.loads(re.search(r'data-preset="([^"]*)"', out).group(1).replace("&quot;", '"')) == {
+        "a": "0.80,0.82,0.79,0.81,0.80",
+        "b": "0.82,0.83,0.81,0.84,0.81",
+        "effect": "0.005",
+    }
+
+
+def test_a_notebook_cell_naming_an_unknown_calculator_or_a_bad_value_stops_the_build() -> None:
+    nb = SimpleNamespace(file=SimpleNamespace(src_uri="learn/10-x.ipynb"), url="learn/10-x/")
+    with pytest.raises(PluginError, match="unknown calculator 'nope'"):
+        hook.notebook_calculators("<p>[[calculator nope]]</p>", nb)
+    with pytest.raises(PluginError, match=r"learn/10-x.ipynb: \[\[calculator seeds"):
+        hook.notebook_calculators("<p>[[calculator seeds a]]</p>", nb)

@@ -822,9 +822,39 @@ def notebook_math(html: str) -> str:
     return _MARKDOWN_CELL.sub(cell, html)
 
 
+# `[[calculator NAME key=value ...]]` alone in a notebook's Markdown cell (values with spaces
+# quoted), as nbconvert renders it: a paragraph of its own.
+_NOTEBOOK_CALCULATOR = re.compile(r"<p>\[\[calculator ([a-z-]+)((?: [^\]]*)?)\]\]</p>")
+
+
+def notebook_calculators(html: str, page: Any) -> str:
+    """A live calculator form where a notebook's Markdown cell names one, as a
+    ```calculator block does on a Markdown page: the page's worker computes it in the
+    browser, and its first result is computed here, at build time."""
+    where = page.file.src_uri
+    site_root = "../" * page.url.count("/")
+    count = 0
+
+    def form(m: re.Match[str]) -> str:
+        nonlocal count
+        name, args = m.group(1), html_module.unescape(m.group(2)).strip()
+        if name not in CALCULATORS:
+            raise PluginError(f"{where}: unknown calculator {name!r}")
+        try:
+            opts = dict(w.split("=", 1) for w in shlex.split(args))
+            out = form_html(name, opts, form_id=f"kd-{name}-nb{count}", site_root=site_root)
+        except ValueError as e:
+            raise PluginError(f"{where}: [[calculator {name}{m.group(2)}]]: {e}") from None
+        count += 1
+        return out
+
+    return _NOTEBOOK_CALCULATOR.sub(form, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     if page.file.src_uri.endswith(".ipynb"):
         html = notebook_math(notebook_links(html, page, files))
+        html = notebook_calculators(html, page)
     html = render_math(html, page.file.src_uri)
     forms = _forms.pop(page.file.src_uri, [])
     for i, form in enumerate(forms):

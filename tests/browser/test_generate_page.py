@@ -67,3 +67,18 @@ def test_the_lesson_links_to_the_widget(watched: Watched, base_url: str) -> None
     link.click()
     wait_ready(page, NAME)
     assert result_json(page, NAME) == cpython(NAME, inputs_of(page, NAME))
+
+
+def test_the_widget_runs_in_the_lesson_page_itself(watched: Watched, base_url: str) -> None:
+    # docs/learn/10-sampling-knobs.ipynb names the calculator in a Markdown cell
+    # ([[calculator generate ...]]); the hook puts the live form there.
+    page = watched.page
+    page.goto(base_url + "learn/10-sampling-knobs/")
+    wait_ready(page, NAME)
+    first = result_json(page, NAME)
+    assert first == cpython(NAME, inputs_of(page, NAME))
+    assert first["settings"]["seed"] == 1  # the cell's own preset
+    set_value(page, NAME, "top_k", "3")
+    want = cpython(NAME, inputs_of(page, NAME))
+    wait_result(page, NAME, want)
+    assert _stage(result_json(page, NAME), "top_k")["kept"] == 3
