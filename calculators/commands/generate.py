@@ -7,14 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
+from calculators.commands.sampling import knob_inputs
 from calculators.generation.decoding import MAX_SEED, Generation, generate_tokens
 from calculators.generation.sampling import (
     ORDER_STAGES,
-    ORDERS,
     PENALTY_RANGE,
     STAGE_LABELS,
-    TEMPERATURE_RANGE,
-    TRANSFORMERS,
     SamplingSettings,
 )
 from calculators.generation.tinylm_forward import MAX_CONTEXT, MAX_VOCAB, TinyLM, load_tinylm
@@ -263,64 +261,20 @@ CALCULATOR = Calculator(
             "(plain ASCII letters, digits and punctuation). Leading and trailing spaces "
             "are dropped.",
         ),
-        Input(
-            name="order",
-            label="Library order",
-            kind="choice",
-            default=TRANSFORMERS,
-            choices=ORDERS,
-            help="transformers: penalty, temperature, top-k, top-p, min-p. llama.cpp: "
-            "penalty, top-k, top-p, min-p, temperature.",
-        ),
-        Input(
-            name="temperature",
-            label="Temperature",
-            kind="float",
-            default=1.0,
-            example=0.8,
-            minimum=0,
-            maximum=TEMPERATURE_RANGE[1],
-            help="Logits are divided by it; 1 is off. Above 0: for greedy decoding set top-k to 1.",
-        ),
-        Input(
-            name="top_k",
-            label="Top-k",
-            kind="int",
-            default=0,
-            unit="tokens",
-            minimum=0,
-            maximum=MAX_VOCAB,
-            help="Keep the k most probable characters; 0 is off.",
-        ),
-        Input(
-            name="top_p",
-            label="Top-p",
-            kind="float",
-            default=1.0,
-            example=0.9,
-            minimum=0,
-            maximum=1,
-            help="Keep the most probable characters whose probabilities add up to p; 1 is off.",
-        ),
-        Input(
-            name="min_p",
-            label="Min-p",
-            kind="float",
-            default=0.0,
-            example=0.05,
-            minimum=0,
-            maximum=1,
-            help="Drop characters less probable than min-p times the most probable one; 0 is off.",
-        ),
-        Input(
-            name="repetition_penalty",
-            label="Repetition penalty",
-            kind="float",
-            default=1.0,
-            minimum=0,
-            maximum=PENALTY_RANGE[1],
-            help="The logit of every character already in the text is divided by it "
-            "(multiplied if negative); 1 is off.",
+        *knob_inputs(
+            what="characters",
+            top_k_max=MAX_VOCAB,
+            temperature_example=0.8,
+            penalty=Input(
+                name="repetition_penalty",
+                label="Repetition penalty",
+                kind="float",
+                default=1.0,
+                minimum=0,
+                maximum=PENALTY_RANGE[1],
+                help="The logit of every character already in the text is divided by it "
+                "(multiplied if negative); 1 is off.",
+            ),
         ),
         Input(
             name="seed",

@@ -294,6 +294,67 @@ def html(r: dict[str, Any]) -> str:
     )
 
 
+def knob_inputs(
+    *, what: str, top_k_max: int, temperature_example: float, penalty: Input
+) -> tuple[Input, ...]:
+    """The sampling knobs' inputs, shared with `generate`: the library order, temperature,
+    top-k, top-p and min-p, each off at its library value, then `penalty` (how the
+    repetition penalty reads differs: previous ids here, the text so far there).
+    what: the unit the help names (tokens, characters)."""
+    return (
+        Input(
+            name="order",
+            label="Library order",
+            kind="choice",
+            default=TRANSFORMERS,
+            choices=ORDERS,
+            help="transformers: penalty, temperature, top-k, top-p, min-p. llama.cpp: "
+            "penalty, top-k, top-p, min-p, temperature.",
+        ),
+        Input(
+            name="temperature",
+            label="Temperature",
+            kind="float",
+            default=1.0,
+            example=temperature_example,
+            minimum=0,
+            maximum=TEMPERATURE_RANGE[1],
+            help="Logits are divided by it; 1 is off. Above 0: for greedy decoding set top-k to 1.",
+        ),
+        Input(
+            name="top_k",
+            label="Top-k",
+            kind="int",
+            default=0,
+            unit="tokens",
+            minimum=0,
+            maximum=top_k_max,
+            help=f"Keep the k most probable {what}; 0 is off.",
+        ),
+        Input(
+            name="top_p",
+            label="Top-p",
+            kind="float",
+            default=1.0,
+            example=0.9,
+            minimum=0,
+            maximum=1,
+            help=f"Keep the most probable {what} whose probabilities add up to p; 1 is off.",
+        ),
+        Input(
+            name="min_p",
+            label="Min-p",
+            kind="float",
+            default=0.0,
+            example=0.05,
+            minimum=0,
+            maximum=1,
+            help=f"Drop {what} less probable than min-p times the most probable one; 0 is off.",
+        ),
+        penalty,
+    )
+
+
 CALCULATOR = Calculator(
     name="sampling",
     title="Next-token sampling",
@@ -332,65 +393,21 @@ CALCULATOR = Calculator(
             "penalty applies to them.",
             metavar="ID,ID,...",
         ),
-        Input(
-            name="order",
-            label="Library order",
-            kind="choice",
-            default=TRANSFORMERS,
-            choices=ORDERS,
-            help="transformers: penalty, temperature, top-k, top-p, min-p. llama.cpp: "
-            "penalty, top-k, top-p, min-p, temperature.",
-        ),
-        Input(
-            name="temperature",
-            label="Temperature",
-            kind="float",
-            default=1.0,
-            example=0.7,
-            minimum=0,
-            maximum=TEMPERATURE_RANGE[1],
-            help="Logits are divided by it; 1 is off. Above 0: for greedy decoding set top-k to 1.",
-        ),
-        Input(
-            name="top_k",
-            label="Top-k",
-            kind="int",
-            default=0,
-            unit="tokens",
-            minimum=0,
-            maximum=MAX_SAMPLING_LOGITS,
-            help="Keep the k most probable tokens; 0 is off.",
-        ),
-        Input(
-            name="top_p",
-            label="Top-p",
-            kind="float",
-            default=1.0,
-            example=0.9,
-            minimum=0,
-            maximum=1,
-            help="Keep the most probable tokens whose probabilities add up to p; 1 is off.",
-        ),
-        Input(
-            name="min_p",
-            label="Min-p",
-            kind="float",
-            default=0.0,
-            example=0.05,
-            minimum=0,
-            maximum=1,
-            help="Drop tokens less probable than min-p times the most probable one; 0 is off.",
-        ),
-        Input(
-            name="repetition_penalty",
-            label="Repetition penalty",
-            kind="float",
-            default=1.0,
-            example=1.3,
-            minimum=0,
-            maximum=PENALTY_RANGE[1],
-            help="A previous token's positive logit is divided by it, a negative one "
-            "multiplied; 1 is off.",
+        *knob_inputs(
+            what="tokens",
+            top_k_max=MAX_SAMPLING_LOGITS,
+            temperature_example=0.7,
+            penalty=Input(
+                name="repetition_penalty",
+                label="Repetition penalty",
+                kind="float",
+                default=1.0,
+                example=1.3,
+                minimum=0,
+                maximum=PENALTY_RANGE[1],
+                help="A previous token's positive logit is divided by it, a negative one "
+                "multiplied; 1 is off.",
+            ),
         ),
         Input(
             name="penalty_last_n",

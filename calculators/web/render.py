@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from calculators.units import format_gib
@@ -624,19 +625,31 @@ def _x_axis(
     return linear, [(linear(t), _tick_text(t, step)) for t in ticks]
 
 
-def _line_chart(
+@dataclass(frozen=True)
+class _Frame:
+    """A chart's plot area, drawn: where it sits, and a value's position in it."""
+
+    body: list[str]
+    left: float
+    top: float
+    base: float
+    plot_w: float
+    px: Callable[[float], float]
+    py: Callable[[float], float]
+
+
+def _frame(
     width: int,
-    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
-    x_label: str,
-    y_label: str,
-    title: str,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
     x_log2: bool,
-    hlines: Sequence[tuple[str, float]],
-    y_format: Callable[[float], str],
-) -> str:
-    wide = width == WIDE
-    x_at, x_ticks = _x_axis([x for _, points in series for x, _ in points], x_log2, width)
-    ys = [y for _, points in series for _, y in points] + [y for _, y in hlines]
+    y_label: str,
+    plot_h: int,
+) -> _Frame:
+    """The y label, the plot area, its grid, ticks and axes, for the line and point charts:
+    y from 0 (or below, for negative values), x around `xs` (linear, or log2)."""
+    x_at, x_ticks = _x_axis(xs, x_log2, width)
     lo, hi = min(0.0, *ys), max(0.0, *ys)
     y_ticks = nice_ticks(lo, hi if hi - lo > _TINY_SPAN else lo + 1, Y_TICKS)
     y_step, y_lo, y_hi = y_ticks[1] - y_ticks[0], y_ticks[0], y_ticks[-1]
@@ -649,7 +662,6 @@ def _line_chart(
     plot_w = width - left - right
     body = _lines(10, 10 + FONT, y_label, width - 20, 2)
     top = 10 + FONT + LINE * (len(body) - 1) + 14
-    plot_h = 200 if wide else 180
     base = top + plot_h
 
     def px(x: float) -> float:
@@ -687,6 +699,30 @@ def _line_chart(
         f'<path d="M{left:.2f} {top}V{base}H{left + plot_w:.2f}" fill="none" '
         f'stroke="currentColor"/>'
     )
+    return _Frame(body, left, top, base, plot_w, px, py)
+
+
+def _line_chart(
+    width: int,
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_log2: bool,
+    hlines: Sequence[tuple[str, float]],
+    y_format: Callable[[float], str],
+) -> str:
+    wide = width == WIDE
+    ys = [y for _, points in series for _, y in points] + [y for _, y in hlines]
+    f = _frame(
+        width,
+        [x for _, points in series for x, _ in points],
+        ys,
+        x_log2=x_log2,
+        y_label=y_label,
+        plot_h=200 if wide else 180,
+    )
+    body, left, top, base, plot_w, px, py = f.body, f.left, f.top, f.base, f.plot_w, f.px, f.py
     for label, value in hlines:
         y = py(value)
         whole = f"{label}: {y_format(value)}"
@@ -1374,54 +1410,15 @@ def _labelled_points(
     y_format: Callable[[float], str],
 ) -> str:
     wide = width == WIDE
-    x_at, x_ticks = _x_axis([x for _, x, _ in points], False, width)
-    ys = [y for _, _, y in points]
-    lo, hi = min(0.0, *ys), max(0.0, *ys)
-    y_ticks = nice_ticks(lo, hi if hi - lo > _TINY_SPAN else lo + 1, Y_TICKS)
-    y_step, y_lo, y_hi = y_ticks[1] - y_ticks[0], y_ticks[0], y_ticks[-1]
-    y_texts = [_tick_text(t, y_step) for t in y_ticks]
-    cap = 0.3 * width
-    left = min(max(max(_width(t) for t in y_texts) + 12, _width(x_ticks[0][1]) / 2 + 4), cap)
-    right = min(max(12.0, _width(x_ticks[-1][1]) / 2 + 4), cap)
-    plot_w = width - left - right
-    body = _lines(10, 10 + FONT, y_label, width - 20, 2)
-    top = 10 + FONT + LINE * (len(body) - 1) + 14
-    plot_h = 220 if wide else 200
-    base = top + plot_h
-
-    def px(x: float) -> float:
-        return left + plot_w * x_at(x)
-
-    def py(y: float) -> float:
-        return base - plot_h * _fraction(y - y_lo, y_hi - y_lo)
-
-    body.append(
-        f'<rect class="kd-plot" x="{left:.2f}" y="{top}" width="{plot_w:.2f}" '
-        f'height="{plot_h}" fill="none"/>'
+    f = _frame(
+        width,
+        [x for _, x, _ in points],
+        [y for _, _, y in points],
+        x_log2=False,
+        y_label=y_label,
+        plot_h=220 if wide else 200,
     )
-    for tick, text in zip(y_ticks, y_texts, strict=True):
-        y = py(tick)
-        body.append(
-            f'<line x1="{left:.2f}" x2="{left + plot_w:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
-            f'stroke="currentColor" stroke-opacity="0.15"/>'
-        )
-        lx, shown = _place(left - 6, text, 4, left - 6, "end")
-        body.append(_text(lx, y + 4, shown, anchor="end", full=text))
-    spacing = plot_w / max(len(x_ticks) - 1, 1)
-    widest = max(_width(text) for _, text in x_ticks) + 8
-    stride = max(1, math.ceil(widest / spacing))
-    for i, (at, text) in enumerate(x_ticks):
-        x = left + plot_w * at
-        body.append(
-            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{base}" y2="{base + 4}" stroke="currentColor"/>'
-        )
-        if i % stride == 0:
-            lx, shown = _place(x, text, 4, width - 4, "middle")
-            body.append(_text(lx, base + 18, shown, anchor="middle", full=text))
-    body.append(
-        f'<path d="M{left:.2f} {top}V{base}H{left + plot_w:.2f}" fill="none" '
-        f'stroke="currentColor"/>'
-    )
+    body, left, top, base, plot_w, px, py = f.body, f.left, f.top, f.base, f.plot_w, f.px, f.py
     # each label beside its point, clear of the labels placed before it (`_label_spot`)
     placed: list[tuple[float, float, float]] = []
     for i, (label, x, y) in enumerate(points):

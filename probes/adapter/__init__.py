@@ -34,24 +34,24 @@ from probes.adapter.merge import merge as merge_check
 from probes.adapter.reload import reload_check, save_adapter
 from probes.adapter.settings import CHECKS, TITLES, AdapterSettings, read_settings
 from probes.adapter.update import update as update_check
-from probes.preflight.outcome import CheckOutcome, failed, render_outcomes
+from probes.preflight.outcome import (
+    CheckOutcome,
+    errored_outcome,
+    failed,
+    render_outcomes,
+    skipped_outcome,
+)
 from probes.report import Phases
 
 VERSION = "1"
 
 
 def _skipped(check: str, why: str) -> CheckOutcome:
-    return CheckOutcome(
-        number=CHECKS.index(check) + 1, id=check, title=TITLES[check], summary=why, look_at=why
-    )
+    return skipped_outcome(CHECKS, TITLES, check, why)
 
 
 def _errored(check: str, e: Exception) -> CheckOutcome:
-    o = _skipped(check, "")
-    o.status = "fail"
-    o.summary = f"the check stopped: {type(e).__name__}"
-    o.look_at = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return o
+    return errored_outcome(CHECKS, TITLES, check, e)
 
 
 def _saved_settings(s: AdapterSettings, record: dict[str, Any]) -> AdapterSettings:

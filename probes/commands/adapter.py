@@ -4,7 +4,6 @@ an update, reloading in a new process, merging (`probes.adapter`)."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from probes.commands import shared
@@ -43,12 +42,7 @@ def body(args: argparse.Namespace, phases: Phases) -> dict[str, Any]:
     from probes.adapter import adapter_probe, read_settings
 
     settings = read_settings(args)  # bad flags end the run before anything is built
-    spec_args = args
-    if settings.pretrained is not None:
-        spec_args = argparse.Namespace(
-            config=os.path.join(settings.pretrained, "config.json"), model=None
-        )
-    spec, config = shared.spec(spec_args)
+    spec, config = shared.spec_or_checkpoint(args, settings.pretrained)
     name = settings.pretrained or spec.name
     return adapter_probe(args, spec, config, name, shared.device(args), phases)
 

@@ -5,7 +5,6 @@ data order, speed."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from probes.commands import shared
@@ -67,12 +66,7 @@ def body(args: argparse.Namespace, phases: Phases) -> dict[str, Any]:
     from probes.preflight import preflight_probe, read_settings
 
     settings = read_settings(args)  # bad flags end the run before anything is built
-    spec_args = args
-    if settings.pretrained is not None:
-        spec_args = argparse.Namespace(
-            config=os.path.join(settings.pretrained, "config.json"), model=None
-        )
-    spec, config = shared.spec(spec_args)
+    spec, config = shared.spec_or_checkpoint(args, settings.pretrained)
     s = shared.step_settings(args)
     return preflight_probe(args, spec, config, s, shared.device(args), phases)
 

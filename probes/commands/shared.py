@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,16 @@ def spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from probes.setup import load_spec
 
     return load_spec(args.config, args.model)
+
+
+def spec_or_checkpoint(
+    args: argparse.Namespace, pretrained: str | None
+) -> tuple[Any, dict[str, Any]]:
+    """`spec(args)`, or the config.json of the checkpoint folder `pretrained` when the
+    flags named one (`--config DIR`)."""
+    if pretrained is not None:
+        args = argparse.Namespace(config=os.path.join(pretrained, "config.json"), model=None)
+    return spec(args)
 
 
 def step_settings(args: argparse.Namespace) -> StepSettings:

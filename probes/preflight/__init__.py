@@ -34,7 +34,13 @@ from typing import Any
 import torch
 
 from probes.preflight import data_order, learning, reused
-from probes.preflight.outcome import CheckOutcome, failed, render_outcomes
+from probes.preflight.outcome import (
+    CheckOutcome,
+    errored_outcome,
+    failed,
+    render_outcomes,
+    skipped_outcome,
+)
 from probes.preflight.settings import CHECKS, PreflightSettings, config_path, read_settings
 from probes.report import Phases
 
@@ -52,17 +58,11 @@ TITLES = {
 
 
 def _skipped(check: str, why: str) -> CheckOutcome:
-    return CheckOutcome(
-        number=CHECKS.index(check) + 1, id=check, title=TITLES[check], summary=why, look_at=why
-    )
+    return skipped_outcome(CHECKS, TITLES, check, why)
 
 
 def _errored(check: str, e: Exception) -> CheckOutcome:
-    o = _skipped(check, "")
-    o.status = "fail"
-    o.summary = f"the check stopped: {type(e).__name__}"
-    o.look_at = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return o
+    return errored_outcome(CHECKS, TITLES, check, e)
 
 
 def _next_group_names(round_: int) -> None:

@@ -61,6 +61,26 @@ class CheckOutcome:
         }
 
 
+def skipped_outcome(
+    checks: tuple[str, ...], titles: dict[str, str], check: str, why: str
+) -> CheckOutcome:
+    """`check` (one of `checks`, in order) skipped, `why` as its summary and its look-at."""
+    return CheckOutcome(
+        number=checks.index(check) + 1, id=check, title=titles[check], summary=why, look_at=why
+    )
+
+
+def errored_outcome(
+    checks: tuple[str, ...], titles: dict[str, str], check: str, e: Exception
+) -> CheckOutcome:
+    """`check` failed because it raised `e`: a check that stopped never passes."""
+    o = skipped_outcome(checks, titles, check, "")
+    o.status = "fail"
+    o.summary = f"the check stopped: {type(e).__name__}"
+    o.look_at = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return o
+
+
 def failed(outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
     return [o for o in outcomes if o.status == "fail"]
 
