@@ -41,6 +41,8 @@ const DESELECTED_TESTS = {
     "runs `python -m calculators` in a subprocess",
   "tests/test_figures.py::test_a_page_never_imports_the_figures":
     "runs a fresh CPython in a subprocess to see what one page imports",
+  "tests/test_figure_memory_quality.py::test_a_page_quotes_the_committed_file_in_the_figures_arguments":
+    "imports the MkDocs hook, and MkDocs is not in this Pyodide",
   "tests/test_protocol.py::test_every_item_links_to_a_heading_of_the_guide":
     "reads the site's Markdown pages, which are not copied here",
   "tests/test_protocol.py::test_every_tool_page_exists":
