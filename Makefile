@@ -15,7 +15,11 @@ PYODIDE_TEST_REQS := pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.
 	pygments==2.21.0 hypothesis==6.155.7 sortedcontainers==2.4.0 attrs==26.1.0
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup test lint demo bench clean node chromium build serve pyodide-wheels test-pyodide
+# pytest-xdist workers for `make test` and `make check` (auto: one per core).
+JOBS ?= auto
+
+.PHONY: setup test check test-profile lint demo bench clean node chromium build serve \
+	pyodide-wheels test-pyodide
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,10 +71,30 @@ serve: $(STAMP) $(NODE_STAMP)
 test-pyodide: $(NODE_STAMP) $(PYODIDE_WHEELS)/.done
 	node tests/pyodide/run.mjs $(PYODIDE_WHEELS)
 
-# Unit tests, the site build and the browser tests (tests/browser), then the Pyodide run.
-test: lint chromium $(NODE_STAMP)
-	$(PY) -m pytest -q
-	$(MAKE) --no-print-directory test-pyodide
+# Everything, from a clean clone: lint, then the Python suite on every core (unit tests, the
+# site built once with its notebooks, the browser tests) while the Pyodide run goes beside
+# it at a lower priority (its log is printed after). PROFILE=thorough multiplies the
+# hypothesis example counts by ten (tests/conftest.py).
+test: lint chromium $(NODE_STAMP) $(PYODIDE_WHEELS)/.done
+	@mkdir -p test-artifacts
+	@nice -n 10 node tests/pyodide/run.mjs $(PYODIDE_WHEELS) > test-artifacts/pyodide.log 2>&1 & \
+	pyodide=$$!; \
+	$(PY) -m pytest -q -n $(JOBS); python=$$?; \
+	wait $$pyodide; status=$$?; \
+	echo "---- the calculators' tests inside Pyodide (test-artifacts/pyodide.log) ----"; \
+	cat test-artifacts/pyodide.log; \
+	test $$python -eq 0 -a $$status -eq 0
+
+# For every commit, in under three minutes once set up: lint, the calculators' unit tests
+# and the tests of what changed since HEAD (tests/changed.py; BASE=REV to compare with
+# another revision). No site build, no browser, no Pyodide: `make test` runs those.
+check: lint
+	$(PY) -m pytest -q -n $(JOBS) $$($(PY) -m tests.changed $(BASE))
+
+# Where the time of `make test` goes, from a clean clone of HEAD: installs, lint, the site
+# build (each notebook), the Python suite by kind of test, the Pyodide run.
+test-profile: $(STAMP)
+	$(PY) -m benchmarks.test_profile
 
 # Accuracy against published figures and speed, as medians; never run as timed tests.
 bench: $(STAMP)

@@ -378,10 +378,15 @@ def test_bad_input_is_one_line_and_status_2(
     assert err.count("\n") == 1
 
 
-def test_table_and_check_refuse_a_file_that_is_not_a_manifest(tmp_path: Path, capsys) -> None:
+def test_table_and_check_refuse_a_file_that_is_not_a_manifest(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     from probes.cli import main
 
-    bad = tmp_path / "report.json"
+    # a short relative path: a long one is cut in the message, and how long the temporary
+    # folder's path is depends on the runner (pytest-xdist's workers nest it deeper)
+    monkeypatch.chdir(tmp_path)
+    bad = Path("report.json")
     bad.write_text('{"schema": "kernodeck-probe-report"}')
     for action in ("table", "check"):
         assert main(["manifest", action, str(bad)]) == 2
