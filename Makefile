@@ -72,12 +72,13 @@ test-pyodide: $(NODE_STAMP) $(PYODIDE_WHEELS)/.done
 	node tests/pyodide/run.mjs $(PYODIDE_WHEELS)
 
 # Everything, from a clean clone: lint, then the Python suite on every core (unit tests, the
-# site built once with its notebooks, the browser tests) while the Pyodide run goes beside
-# it at a lower priority (its log is printed after). PROFILE=thorough multiplies the
-# hypothesis example counts by ten (tests/conftest.py).
+# site built once with its notebooks, the browser tests) while the Pyodide run takes what
+# CPU they leave (nice 19: at nice 10 it slowed the browser tests as much as it saved; its
+# log is printed after). PROFILE=thorough multiplies the hypothesis example counts by ten
+# (tests/conftest.py).
 test: lint chromium $(NODE_STAMP) $(PYODIDE_WHEELS)/.done
 	@mkdir -p test-artifacts
-	@nice -n 10 node tests/pyodide/run.mjs $(PYODIDE_WHEELS) > test-artifacts/pyodide.log 2>&1 & \
+	@nice -n 19 node tests/pyodide/run.mjs $(PYODIDE_WHEELS) > test-artifacts/pyodide.log 2>&1 & \
 	pyodide=$$!; \
 	$(PY) -m pytest -q -n $(JOBS); python=$$?; \
 	wait $$pyodide; status=$$?; \

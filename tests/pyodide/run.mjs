@@ -31,6 +31,7 @@ const DESELECTED = {
     "reruns the examples' generators, one with scikit-learn, which this Pyodide does not ship",
   "tests/test_notebook_cache.py": "executes notebooks in Jupyter kernels, in subprocesses",
   "tests/test_changed.py": "asks git, in a subprocess, what changed",
+  "tests/test_test_profile.py": "tests a script of benchmarks/, which is not copied here",
   "tests/test_adaptation_contribution.py":
     "reruns the contribution example's training, with torch, PEFT and scikit-learn, which this Pyodide does not ship",
 };
