@@ -144,6 +144,19 @@ def test_an_execution_is_reused_until_a_file_it_read_changes(project: Path, tmp_
     assert cache.lookup(nb, project) is None  # data it read changed
 
 
+def test_a_clean_clone_elsewhere_reuses_an_execution_that_does_not_print_its_path(
+    project: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    cache = nc.NotebookCache(tmp_path / "cache", "", False)
+    cache.execute(project / "docs" / "page.ipynb", project)
+    clone = tmp_path / "clone"
+    shutil.copytree(project, clone)
+    hit = cache.lookup(clone / "docs" / "page.ipynb", clone)
+    assert hit is not None and hit.data["root"] is None
+
+
 def test_a_changed_notebook_or_environment_is_a_miss(project: Path, tmp_path: Path) -> None:
     cache = nc.NotebookCache(tmp_path / "cache", "", False)
     nb = project / "docs" / "page.ipynb"

@@ -90,12 +90,16 @@ def _processor() -> str:
 
 
 def _kernel_argv(kernel_name: str) -> list[str]:
+    """The kernel's command line, with this interpreter's path written as a word: a clean
+    clone in another folder has its own venv, the same Python and the same packages (which
+    the key holds), and may reuse the executions of this one."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     try:
-        return KernelSpecManager().get_kernel_spec(kernel_name or "python3").argv
+        argv = KernelSpecManager().get_kernel_spec(kernel_name or "python3").argv
     except Exception as error:  # no such kernel: the execution will say so
         return [f"unavailable: {error}"]
+    return ["{this python}" if a in (sys.executable, "python", "python3") else a for a in argv]
 
 
 def kernel_variables() -> dict[str, str]:
@@ -113,7 +117,7 @@ def environment(kernel_name: str, allow_errors: bool) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "python": sys.version,
-        "executable": sys.executable,
+        "implementation": sys.implementation.cache_tag,
         "platform": platform.platform(),
         "machine": platform.machine(),
         "processor": _processor(),
