@@ -175,6 +175,14 @@ def test_the_thread_settings_are_part_of_the_key(monkeypatch) -> None:
     assert nc.environment("", False)["variables"]["OMP_NUM_THREADS"] == "7"
 
 
+def test_the_key_does_not_depend_on_how_mkdocs_was_started(monkeypatch) -> None:
+    # `python -m mkdocs` in the repository puts it first on sys.path, where the project's
+    # egg-info is found a second time; the `mkdocs` script does not
+    before = nc.environment("", False)
+    monkeypatch.syspath_prepend(str(ROOT))
+    assert nc.environment("", False) == before
+
+
 def test_outputs_that_print_the_repository_path_are_kept_for_that_path(
     project: Path, tmp_path: Path
 ) -> None:

@@ -111,8 +111,10 @@ def environment(kernel_name: str, allow_errors: bool) -> dict[str, Any]:
     """What the outputs depend on besides the repository's files."""
     from importlib import metadata
 
+    # a set: `python -m mkdocs` run from the repository finds the project's own egg-info
+    # twice (through the current folder and the editable install), `mkdocs` once
     dists = sorted(
-        f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata
+        {f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata}
     )
     return {
         "format": FORMAT,
