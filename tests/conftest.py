@@ -39,6 +39,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _SITE_FIXTURES = {"site_dir", "base_url"}
+_OWNED = pytest.StashKey[str]()  # the run folder this process made, removed at its end
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,9 +59,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             return  # a build started by a worker still writes here: leave it the folder
         shutil.rmtree(owned, ignore_errors=True)
         os.environ.pop(site_build.SHARED, None)
-
-
-_OWNED = pytest.StashKey[str]()
 
 
 def _scale_examples(items: list[pytest.Item]) -> None:

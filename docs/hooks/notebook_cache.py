@@ -261,8 +261,7 @@ class NotebookCache:
             "executed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         if _sha256(nb_path.read_bytes()) != data["notebook_sha256"]:
-            shutil.rmtree(work, ignore_errors=True)  # edited while it ran: not cached
-            return self._keep_uncached(nb_path, executed), seconds
+            return out, seconds  # edited while it ran: shown once, not cached
         name = _sha256(json.dumps([data["environment"], data["dependencies"]]).encode())[:24]
         folder = self._folder(rel)
         folder.mkdir(parents=True, exist_ok=True)
@@ -271,11 +270,6 @@ class NotebookCache:
         shutil.rmtree(work, ignore_errors=True)
         self._prune(rel)
         return folder / f"{name}.ipynb", seconds
-
-    def _keep_uncached(self, nb_path: Path, executed: str) -> Path:
-        out = Path(tempfile.mkdtemp(prefix="kd-notebook-")) / nb_path.name
-        out.write_text(executed, encoding="utf-8")
-        return out
 
     def _prune(self, rel: str) -> None:
         entries = sorted(self.entries(rel), key=lambda e: e.meta.stat().st_mtime, reverse=True)
