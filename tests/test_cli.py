@@ -89,6 +89,26 @@ def test_envelope_json(capsys):
     assert l40s["max_context"] >= 8192 and l40s["max_sequences"] >= 1
 
 
+def test_serve_json(capsys):
+    data = run_json(
+        capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-model-len", "32768"
+    )
+    lines = {line["id"]: line["bytes"] for line in data["lines"]}
+    assert lines["kv_budget"] == (
+        lines["usable"] - lines["weights"] - lines["non_torch"] - lines["activation"]
+    )
+    assert data["kv_tokens"] == data["blocks"] * 16
+    assert data["kv_tokens"] * data["bytes_per_token"] == lines["kv_cache"]
+    assert data["starts"] is True and data["error"] is None
+    assert data["smallest_tp"] == 1 and data["longest_model_len"] == 131_072
+
+
+def test_serve_refuses_a_bad_tp_in_one_line(capsys):
+    assert main(["serve", "--model", "llama-3.1-8b", "--tp", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --tp must divide the attention heads")
+
+
 def test_tables_label_gib(capsys):
     assert main(["envelope", "--model", "gemma-2-9b", "--context", "4096"]) == 0
     out = capsys.readouterr().out

@@ -20,6 +20,7 @@ CASES = [
     ("calculators/weights/", "weights", ("format", "gguf-q4_k_m"), ("keep_unquantized", "bogus")),
     ("calculators/kv-cache/", "kv-cache", ("context", "16384"), ("context", "-5")),
     ("calculators/envelope/", "envelope", ("batch", "8"), ("batch", "0")),
+    ("calculators/serve/", "serve", ("tp", "2"), ("gpu_memory_utilization", "1.5")),
     ("calculators/training/", "training", ("seq_len", "4096"), ("zero", "7")),
     ("calculators/throughput/", "throughput", ("mfu", "0.5"), ("mfu", "2")),
     ("calculators/batch/", "batch", ("micro_batch", "2"), ("micro_batch", "abc")),

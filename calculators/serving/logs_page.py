@@ -1,0 +1,230 @@
+"""The validation page's tables and charts: public startup logs against the predictor
+(`calculators.serving.logs`), as Markdown with inline SVG for the site's hook."""
+
+from __future__ import annotations
+
+from html import escape
+
+from calculators.serving.logs import (
+    TOLERANCES,
+    Comparison,
+    LineSummary,
+    compare,
+    error_summary,
+    load_records,
+)
+from calculators.serving.runtimes import (
+    NON_TORCH,
+    RUNTIMES,
+    SAMPLER_BYTES_PER_LOGIT,
+    vllm_batch_defaults,
+)
+from calculators.web.render import bar_chart_svg
+
+_LINE_NAMES = {
+    "weights": "weights per rank",
+    "non_torch": "non-torch memory",
+    "activation": "activation peak",
+    "kv_budget": "KV budget",
+    "kv_tokens": "KV tokens",
+    "kv_tokens_from_logged_budget": "KV tokens from the logged budget (layout check)",
+    "max_concurrency": "maximum concurrency",
+}
+
+
+def _cell(text: object) -> str:
+    return escape(str(text)).replace("|", "\\|")
+
+
+def _value(x: float, unit: str) -> str:
+    if unit == "GiB":
+        return f"{x:,.2f} GiB"
+    if unit == "tokens":
+        return f"{x:,.0f}"
+    return f"{x:.2f}x"
+
+
+def _signed(x: float, unit: str) -> str:
+    sign = "+" if x > 0 else ("-" if x < 0 else "")
+    return sign + _value(abs(x), unit)
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def _tolerance(line: str) -> str:
+    if line in TOLERANCES:
+        rel, absolute = TOLERANCES[line]
+        return f"{100 * rel:g}%" + (f" or {absolute:g} GiB" if absolute else "")
+    if line == "kv_tokens_from_logged_budget":
+        return "one block plus the log's rounding"
+    return "none stated"
+
+
+def summary_markdown(rows: list[LineSummary]) -> str:
+    out = [
+        "| line | records | median error | largest error | median relative | largest "
+        "relative | tolerance | within |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for s in rows:
+        within = f"{s.within} of {s.held}" if s.held else ""
+        out.append(
+            f"| {_LINE_NAMES[s.line]} | {s.records} | {_value(s.median_abs_error, s.unit)} | "
+            f"{_value(s.max_abs_error, s.unit)} | {_pct(s.median_abs_relative)} | "
+            f"{_pct(s.max_abs_relative)} | {_tolerance(s.line)} | {within} |"
+        )
+    return "\n".join(out)
+
+
+def _pair(c: Comparison, line: str) -> str:
+    e = c.line(line)
+    if e is None:
+        return ""
+    mark = "" if e.within is None else (" ✓" if e.within else " ✗")
+    return f"{_value(e.logged, e.unit)} / {_value(e.predicted, e.unit)}{mark}"
+
+
+def records_markdown(comparisons: list[Comparison]) -> str:
+    out = [
+        "| record | model | card, TP | runtime | weights | KV budget | KV tokens | "
+        "concurrency | verdict |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for c in comparisons:
+        r = c.record
+        version = r.get("engine_version") or "version not stated"
+        logged_fail = r.get("logged_outcome") == "failed"
+        if c.predicted is None:
+            verdict = "weights only (card's total not known)"
+        else:
+            verdict = "starts" if c.predicted.starts else "refuses"
+            verdict += " (logged: refused)" if logged_fail else " (logged: started)"
+        out.append(
+            f"| [{_cell(c.id)}]({r['source']}) | {_cell(r['model'])} | "
+            f"{_cell(r['gpu'])}, {r['tensor_parallel_size']} | "
+            f"{_cell(RUNTIMES[r['engine']].name)} {_cell(version)} | {_pair(c, 'weights')} | "
+            f"{_pair(c, 'kv_budget')} | {_pair(c, 'kv_tokens')} | "
+            f"{_pair(c, 'max_concurrency')} | {verdict} |"
+        )
+    return "\n".join(out)
+
+
+def _chart(comparisons: list[Comparison], line: str, title: str) -> str:
+    bars = []
+    for c in comparisons:
+        e = c.line(line)
+        if e is not None:
+            bars.append((f"{c.id} ({_signed(e.error, e.unit)})", abs(e.error)))
+    if not bars:
+        return ""
+    bars.sort(key=lambda b: b[1])
+    return bar_chart_svg(
+        bars,
+        title=title,
+        value_format=lambda v: f"{v:,.2f} GiB",
+        unit_label="absolute error, GiB (the label gives its sign: + predicted above logged)",
+    )
+
+
+def quoted_markdown(comparisons: list[Comparison]) -> str:
+    out = []
+    for c in comparisons:
+        r = c.record
+        flags = ", ".join(
+            f"{k}={v}" for k, v in r.get("flags", {}).items() if v is not None and k != "other"
+        )
+        out.append(f'??? quote "{_cell(c.id)}: {_cell(r["model"])} on {_cell(r["gpu"])}"\n')
+        out.append(f"    Source: <{r['source']}> ({_cell(r.get('source_comment', ''))}). ")
+        total = "unknown" if c.total_bytes is None else f"{c.total_bytes / 2**30:,.2f} GiB"
+        out.append(
+            f"    Flags: {_cell(flags or 'defaults')}; total memory {total} ({c.total_source}).\n"
+        )
+        if r.get("note"):
+            out.append(f"    {_cell(r['note'])}\n")
+        out.append("    ```text")
+        out += [f"    {line}" for line in r["quoted_lines"]]
+        out.append("    ```\n")
+    return "\n".join(out)
+
+
+def not_modelled_markdown(rows: list[dict]) -> str:
+    out = [
+        "| record | model | card, TP | version | why it is not compared |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| [{_cell(r['id'])}]({r['source']}) | {_cell(r['model'])} | {_cell(r['gpu'])}, "
+        f"{r['tensor_parallel_size']} | {_cell(r.get('engine_version') or 'not stated')} | "
+        f"{_cell(r['reason'])} |"
+        for r in rows
+    ]
+    return "\n".join(out)
+
+
+def findings_markdown() -> str:
+    """What the misses say, with the figures read from the calculators' own tables."""
+    one_card = NON_TORCH[1]
+    low, high = min(one_card.values_gib.values()), max(one_card.values_gib.values())
+    _, seqs = vllm_batch_defaults("vllm", "serve", 80 * 2**30, "NVIDIA H100", 8192)
+    vocab = 128_256  # Llama 3's vocabulary (presets/llama-3.1-8b.json)
+    sampler = seqs * vocab * SAMPLER_BYTES_PER_LOGIT / 2**30
+    return "\n".join(
+        [
+            f"- **Non-torch memory** ranges from {low:.2f} to {high:.2f} GiB on one card "
+            "between launches of the same vLLM generation: the largest source of error on a "
+            "single card, and no formula gives it. When a launch is tight, keep the largest "
+            "value seen as headroom.",
+            f"- **The activation peak** is set by the sampler's profiling pass when "
+            f"`max_num_seqs` is large: {SAMPLER_BYTES_PER_LOGIT} bytes per sequence and "
+            f"vocabulary entry. On a card of 70 GiB or more (not an A100), vLLM 0.9 and later "
+            f"profile {seqs:,} sequences by default: with Llama 3's vocabulary that is "
+            f"{sampler:.2f} GiB the KV cache does not get. Lower `--max-num-seqs` if you will "
+            "never run that many at once.",
+            "- **Quantized checkpoints** differ in which modules they leave in 16-bit: one "
+            "that keeps more than the embeddings, the head and the routers weighs more than "
+            "predicted.",
+            "- **Early V1 (0.8)** counted the CUDA context and measured its peak another way: "
+            "its launches keep fewer tokens than predicted.",
+        ]
+    )
+
+
+def serving_logs_markdown(path: str) -> str:
+    """The whole validation section for the records file at `path`."""
+    data = load_records(path)
+    comparisons = [compare(r, data["folder"]) for r in data["records"]]
+    left_out = data.get("left_out", [])
+    parts = [
+        f"**{len(comparisons) + len(data.get('not_modelled', []))} launches** collected "
+        f"from public issue threads: **{len(comparisons)} compared** line by line, "
+        f"{len(data.get('not_modelled', []))} not modelled (listed below with the reason); "
+        f"{len(left_out)} more threads read and left out (listed at the end). Logged / "
+        "predicted; ✓ within the stated tolerance, ✗ outside it.\n",
+        summary_markdown(error_summary(comparisons)),
+        "",
+    ]
+    for line, title in (
+        ("kv_budget", "KV budget: predicted against logged, per record"),
+        ("weights", "Weights per rank: predicted against logged, per record"),
+    ):
+        svg = _chart(comparisons, line, title)
+        if svg:
+            parts.append(
+                f'<figure class="kd-figure">{svg}<figcaption>{escape(title)}</figcaption>'
+                "</figure>\n"
+            )
+    parts += [records_markdown(comparisons), "", quoted_markdown(comparisons)]
+    parts += [
+        "\n### What the misses say\n",
+        findings_markdown(),
+        f"\n### Collected but not compared ({len(data.get('not_modelled', []))})\n",
+        "Launches whose model, format or parallelism the predictor does not model; their "
+        "lines are in the data file.\n",
+        not_modelled_markdown(data.get("not_modelled", [])),
+    ]
+    if left_out:
+        parts.append("\n### Left out, and why\n")
+        parts += [f"- <{x['source']}>: {_cell(x['reason'])}" for x in left_out]
+    return "\n".join(parts) + "\n"
