@@ -25,7 +25,8 @@ pct, pct1, raw, fits (a boolean as "fits" / "does not fit"), list (numbers joine
 commas), len (a list's length). Directives on a line of their
 own: `[[fields NAME]]` (the inputs explained), `[[command NAME key=value ...]]`,
 `[[table calculators|presets|gpus|formats]]`, `[[margins]]` (the margins table),
-`[[mlperf]]` (the published time-to-train rows),
+`[[mlperf]]` (the published time-to-train rows), `[[serving-logs]]` (public vLLM and SGLang
+startup logs against `calculators.serving`),
 `[[validation-reports]]`, `[[checklist FILE.json]]` (a committed report's checks drawn as
 a checklist), `[[protocol PATH-protocol.json]]` (a protocol under docs/data/ as task lists,
 with its JSON and a Markdown copy, written next to it in the site, to download), and
@@ -87,7 +88,7 @@ KATEX_FILES = ("katex.min.css",)
 _BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REF = re.compile(r"\[\[([a-z0-9_-]+):([^\]|]+)(?:\|([a-z0-9]+))?\]\]")
 _DIRECTIVE = re.compile(
-    r"^\[\[(fields|command|table|figure|checklist|protocol|margins|mlperf|validation-reports)\b"
+    r"^\[\[(fields|command|table|figure|checklist|protocol|margins|mlperf|serving-logs|validation-reports)\b"
     r"([^\]]*)\]\]$",
     re.M,
 )
@@ -627,6 +628,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 return margin_markdown(_margins(Path(config["docs_dir"])))
             if kind == "mlperf":
                 return _mlperf(Path(config["docs_dir"]))
+            if kind == "serving-logs":  # public startup logs against the serve predictor
+                from calculators.serving.logs_page import serving_logs_markdown
+
+                return serving_logs_markdown(
+                    str(Path(config["docs_dir"]) / "data" / "serving-logs" / "records.json")
+                )
         except ValueError as e:
             raise PluginError(f"{where}: [[{kind} {arg}]]: {e}") from None
         return _validation_reports(Path(config["docs_dir"]))
