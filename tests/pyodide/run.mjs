@@ -99,6 +99,8 @@ copyTree(pyodide, path.join(root, "docs/data/validation"), `${work}/docs/data/va
 // The adaptation guides' committed data (contribution predictions, the protocol, the
 // published quantization scoreboard) that their tests read.
 copyTree(pyodide, path.join(root, "docs/data/adaptation"), `${work}/docs/data/adaptation`);
+// The public vLLM startup logs the serve predictor is held to.
+copyTree(pyodide, path.join(root, "docs/data/serving-logs"), `${work}/docs/data/serving-logs`);
 // The lessons' exported model, which the generate calculator and its tests read.
 pyodide.FS.mkdirTree(`${work}/docs/learn`); pyodide.FS.writeFile(`${work}/docs/learn/tinylm-weights.json`, fs.readFileSync(path.join(root, "docs/learn/tinylm-weights.json")));
 pyodide.FS.writeFile(`${work}/pyproject.toml`, fs.readFileSync(path.join(root, "pyproject.toml")));
