@@ -941,3 +941,19 @@ def test_strip_plot_draws_up_to_its_bound_and_says_so():
 def test_strip_plot_refuses_what_it_cannot_draw(kwargs, match):
     with pytest.raises(ValueError, match=match):
         strip(**kwargs)
+
+
+def test_the_seed_guides_clean_sweep_sentences_read_their_example():
+    # docs/evaluation/seed-variability.md, pitfall "All three runs beat all three": its
+    # example `three` (a: 0.80,0.82,0.79; b: 0.83,0.84,0.83) gives 1 / C(6, 3) = 1/20,
+    # "exactly the conventional 5% level", and 1/2^3 for three paired seeds, "not rare".
+    from types import SimpleNamespace
+
+    from calculators.commands import DEFAULTS, run
+
+    args = dict(DEFAULTS["seeds"], a="0.80,0.82,0.79", b="0.83,0.84,0.83")
+    page = Path(__file__).resolve().parents[1] / "docs" / "evaluation" / "seed-variability.md"
+    assert "a: 0.80,0.82,0.79\nb: 0.83,0.84,0.83" in page.read_text(encoding="utf-8")
+    data, _ = run("seeds", SimpleNamespace(**args))
+    assert data["all_beat_probability"] == 0.05
+    assert data["all_pairs_beat_probability"] == 1 / 8 > 0.05
