@@ -141,12 +141,31 @@ def record_card(record: dict[str, Any]) -> tuple[Card | None, str]:
     return Card(total_bytes=gpu.visible_bytes, name=name), f"catalog ({gpu.id})"
 
 
-def _tokens_tolerance(s: Startup, logged_budget_gib: float | None) -> float:
-    """Tokens the logged budget leaves open: its rounding plus one block."""
-    rounding = 0.0
-    if logged_budget_gib is not None:
-        rounding = LOG_ROUNDING_GIB * _GIB / s.bytes_per_token
-    return rounding + s.block_size
+def _line_error(line: str, logged: float | None, predicted: float, unit: str) -> list[LineError]:
+    """The line as a one-item list with its tolerance applied, or [] when not logged."""
+    if logged is None:
+        return []
+    tol = TOLERANCES.get(line)
+    within = None if tol is None else abs(predicted - logged) <= max(tol[0] * abs(logged), tol[1])
+    return [LineError(line=line, logged=logged, predicted=predicted, unit=unit, within=within)]
+
+
+def _layout_check(s: Startup, budget_gib: float, tokens: int) -> LineError:
+    """The tokens the *logged* budget holds with the predicted per-token layout, against
+    the logged tokens: within one block plus what the budget's two decimals leave open.
+    With several V1 ranks the budget line is one worker's and the tokens the smallest
+    worker's, so the logged budget bounds the tokens from above only."""
+    held = int(budget_gib * _GIB) // (s.block_size * s.bytes_per_token) * s.block_size
+    slack = LOG_ROUNDING_GIB * _GIB / s.bytes_per_token + s.block_size
+    bound = s.engine == "vllm" and s.tp > 1
+    within = tokens <= held + slack if bound else abs(held - tokens) <= slack
+    return LineError(
+        line="kv_tokens_from_logged_budget",
+        logged=tokens,
+        predicted=held,
+        unit="tokens",
+        within=within,
+    )
 
 
 def compare(record: dict[str, Any], folder: str) -> Comparison:
@@ -157,14 +176,6 @@ def compare(record: dict[str, Any], folder: str) -> Comparison:
     logged = record["logged"]
     if card is None:  # weights only: they do not depend on the card
         w = rank_weights(spec, settings.tp, settings.format_id)
-        line = LineError(
-            line="weights",
-            logged=logged["weights_gib"],
-            predicted=w.total_bytes / _GIB,
-            unit="GiB",
-            within=abs(w.total_bytes / _GIB - logged["weights_gib"])
-            <= TOLERANCES["weights"][0] * logged["weights_gib"],
-        )
         return Comparison(
             id=record["id"],
             record=record,
@@ -172,57 +183,20 @@ def compare(record: dict[str, Any], folder: str) -> Comparison:
             total_bytes=None,
             total_source=total_source,
             predicted=None,
-            lines=(line,),
+            lines=tuple(_line_error("weights", logged["weights_gib"], w.total_bytes / _GIB, "GiB")),
         )
     s = startup(spec, card, settings)
-    errors: list[LineError] = []
-
-    def add(line: str, value: float | None, predicted: float, unit: str) -> None:
-        if value is None:
-            return
-        tol = TOLERANCES.get(line)
-        within = None
-        if tol is not None:
-            within = abs(predicted - value) <= max(tol[0] * abs(value), tol[1])
-        errors.append(
-            LineError(line=line, logged=value, predicted=predicted, unit=unit, within=within)
-        )
-
-    gib = lambda b: b / _GIB  # noqa: E731
-    add("weights", logged.get("weights_gib"), gib(s.weights.total_bytes), "GiB")
-    add("non_torch", logged.get("non_torch_gib"), gib(s.non_torch.bytes), "GiB")
-    add("activation", logged_activation(logged), gib(s.activation_bytes), "GiB")
-    budget = logged.get("kv_budget_gib")
-    add("kv_budget", budget, gib(s.kv_budget_bytes), "GiB")
-    tokens = logged.get("kv_tokens")
-    if tokens is not None:
-        # the layout check: tokens the *logged* budget holds with the predicted layout
-        held = None
-        if budget is not None:
-            held = int(budget * _GIB) // (s.block_size * s.bytes_per_token) * s.block_size
-        within = None
-        if held is not None:
-            slack = _tokens_tolerance(s, budget)
-            # with several vLLM V1 ranks the budget line is one worker's and the tokens
-            # the smallest worker's: the logged budget gives an upper bound only
-            bound = s.engine == "vllm" and s.tp > 1
-            within = tokens <= held + slack if bound else abs(held - tokens) <= slack
-        errors.append(
-            LineError(
-                line="kv_tokens", logged=tokens, predicted=s.kv_tokens, unit="tokens", within=None
-            )
-        )
-        if held is not None:
-            errors.append(
-                LineError(
-                    line="kv_tokens_from_logged_budget",
-                    logged=tokens,
-                    predicted=held,
-                    unit="tokens",
-                    within=within,
-                )
-            )
-    add("max_concurrency", logged.get("max_concurrency"), s.max_concurrency, "x")
+    budget, tokens = logged.get("kv_budget_gib"), logged.get("kv_tokens")
+    lines = [
+        *_line_error("weights", logged.get("weights_gib"), s.weights.total_bytes / _GIB, "GiB"),
+        *_line_error("non_torch", logged.get("non_torch_gib"), s.non_torch.bytes / _GIB, "GiB"),
+        *_line_error("activation", logged_activation(logged), s.activation_bytes / _GIB, "GiB"),
+        *_line_error("kv_budget", budget, s.kv_budget_bytes / _GIB, "GiB"),
+        *_line_error("kv_tokens", tokens, s.kv_tokens, "tokens"),
+    ]
+    if tokens is not None and budget is not None:
+        lines.append(_layout_check(s, budget, tokens))
+    lines += _line_error("max_concurrency", logged.get("max_concurrency"), s.max_concurrency, "x")
     return Comparison(
         id=record["id"],
         record=record,
@@ -230,7 +204,7 @@ def compare(record: dict[str, Any], folder: str) -> Comparison:
         total_bytes=card.total_bytes,
         total_source=total_source,
         predicted=s,
-        lines=tuple(errors),
+        lines=tuple(lines),
     )
 
 

@@ -19,7 +19,6 @@ ENGINES: tuple[EngineId, ...] = ("vllm", "vllm-v0")
 Entrypoint = Literal["serve", "llm"]
 
 _GIB = 2**30
-_MIB = 2**20
 
 SRC_VLLM = "https://github.com/vllm-project/vllm/blob/v0.10.1/"
 SRC_VLLM_V0 = "https://github.com/vllm-project/vllm/blob/v0.7.3/"

@@ -43,12 +43,14 @@ decoding, multimodal encoders, and other processes on the card.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from calculators.checks import one_of, positive_int
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
+from calculators.memory.kv_cache import KVSettings
+from calculators.memory.kv_cache import kv_bytes_per_token as model_kv_bytes_per_token
 from calculators.model.spec import ModelSpec
 from calculators.serving.runtimes import (
     ENGINES,
@@ -175,17 +177,21 @@ def kv_bytes_per_token(
 ) -> int:
     """Bytes one token adds to one rank's cache over all its layers (module docstring).
 
-    vLLM's V0 engine aligns an MLA layer's entry (kv_lora_rank + rope values) to 256
-    bytes (cache_engine.py, `align_cache` for the MLA backends, 0.7-0.8): DeepSeek's 576
-    values of 2 bytes take 1,280 bytes, not 1,152.
+    The whole model's bytes per token (`calculators.memory.kv_cache.kv_bytes_per_token`,
+    in bf16 or fp8), times the share of the KV heads one rank holds; an MLA latent cache
+    is whole on every rank. vLLM's V0 engine aligns an MLA layer's entry (kv_lora_rank +
+    rope values) to 256 bytes (cache_engine.py, `align_cache` for the MLA backends,
+    0.7-0.8): DeepSeek's 576 values of 2 bytes take 1,280 bytes, not 1,152.
     """
-    value_bytes = 1 if kv_cache_dtype == "fp8" else 2
-    if spec.mla is not None:
-        entry = (spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * value_bytes
-        if engine == "vllm-v0":
-            entry = -(-entry // MLA_V0_ALIGN) * MLA_V0_ALIGN
-        return spec.num_layers * entry
-    return spec.num_layers * 2 * kv_heads_per_rank(spec, tp) * spec.head_dim * value_bytes
+    whole = model_kv_bytes_per_token(
+        spec, KVSettings(kv_format="fp8" if kv_cache_dtype == "fp8" else "bf16")
+    )
+    if spec.mla is None:
+        return whole * kv_heads_per_rank(spec, tp) // spec.num_kv_heads
+    if engine == "vllm-v0":
+        entry = whole // spec.num_layers
+        return spec.num_layers * (-(-entry // MLA_V0_ALIGN) * MLA_V0_ALIGN)
+    return whole
 
 
 def forward_peak_bytes(spec: ModelSpec, tp: int, tokens: int) -> int:
@@ -313,7 +319,7 @@ def longest_model_len(spec: ModelSpec, card: Card, settings: ServeSettings) -> i
     limit = max(_model_len(spec, settings), spec.max_position_embeddings or 0)
 
     def starts(length: int) -> bool:
-        return startup(spec, card, _with(settings, max_model_len=length)).starts
+        return startup(spec, card, replace(settings, max_model_len=length)).starts
 
     if not starts(1):
         return None
@@ -334,12 +340,6 @@ def smallest_tp(spec: ModelSpec, card: Card, settings: ServeSettings) -> int | N
             check_degree(spec, tp, settings.format_id)
         except InputError:
             continue
-        if startup(spec, card, _with(settings, tp=tp)).starts:
+        if startup(spec, card, replace(settings, tp=tp)).starts:
             return tp
     return None
-
-
-def _with(settings: ServeSettings, **changes: object) -> ServeSettings:
-    from dataclasses import replace
-
-    return replace(settings, **changes)
