@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-DEVICE_NAMES = {"cpu": "CPU", "cuda": "GPU (CUDA or ROCm)"}
+# A CPU report runs the probes' own reference model (built from the same config) and
+# counts its live tensors: it checks the calculators' arithmetic, not a card's behaviour.
+DEVICE_NAMES = {
+    "cpu": "CPU: calculator against its own reference model",
+    "cuda": "GPU (CUDA or ROCm)",
+}
 
 
 class Group(NamedTuple):
@@ -181,7 +186,7 @@ def margin_markdown(summary: list[Margin]) -> str:
     on, and a sentence saying so when no report was measured on a GPU."""
     lines = [
         "| probe | figure | device | reports | min ratio | median ratio | max ratio "
-        "| margin above estimate |",
+        "| largest excess over the estimate |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for m in summary:
@@ -199,8 +204,10 @@ def margin_markdown(summary: list[Margin]) -> str:
         backends = sorted({b for m in rows for b in m.backends})
         label = DEVICE_NAMES.get(kind, kind)
         what = (
-            " They measure live tensor bytes, with no caching allocator, CUDA context or "
-            "library workspaces."
+            " They compare the calculators with the probes' reference model built from the "
+            "same config, counting its live tensor bytes, with no caching allocator, CUDA "
+            "context or library workspaces: they check the calculators' arithmetic, not "
+            "what a card adds."
             if kind == "cpu"
             else ""
         )
@@ -212,8 +219,9 @@ def margin_markdown(summary: list[Margin]) -> str:
         lines.append("")
     if "cuda" not in kinds:
         lines.append(
-            "No report measured on a GPU is committed yet: these margins do not cover the "
-            "caching allocator's reserve, the CUDA context or library workspaces."
+            "No report measured on a GPU is committed yet: these excesses are not a margin "
+            "to keep on a card, and they do not cover the caching allocator's reserve, the "
+            "CUDA context or library workspaces."
         )
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -93,9 +93,13 @@ def test_hand_made_reports_give_the_summary_by_arithmetic(tmp_path: Path) -> Non
     assert (s["cuda"].count, s["cuda"].median) == (1, 1.1)
     assert math.isclose(s["cuda"].margin, 0.1)
     md = margin_markdown(list(s.values()))
-    assert "| train-step | peak | CPU | 2 | 0.9800 | 1.115 | 1.250 | 25.0% |" in md
+    cpu_row = "| train-step | peak | CPU: calculator against its own reference model | 2 |"
+    assert cpu_row + " 0.9800 | 1.115 | 1.250 | 25.0% |" in md
     assert "| train-step | peak | GPU (CUDA or ROCm) | 1 | 1.100 | 1.100 | 1.100 | 10.0% |" in md
-    assert "CPU: these rows rest on 2 reports measured on 1 device (CPU (x86_64))" in md
+    assert (
+        "CPU: calculator against its own reference model: these rows rest on 2 reports "
+        "measured on 1 device (CPU (x86_64))" in md
+    )
     assert "rest on 1 report measured on 1 device (Test GPU 80GB)" in md
     assert "No report measured on a GPU" not in md
 
