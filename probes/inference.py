@@ -7,8 +7,13 @@ weights:  builds the model in a torch dtype (fp32, bf16, fp16: the formats torch
 kv-cache: runs a no-grad prefill of `batch` sequences of `context` tokens and keeps
           what transformers' DynamicCache would: per layer K and V after RoPE (the last
           `window` tokens on sliding layers), or MLA's latent c_kv and shared rope key.
-          Measured: the bytes those tensors hold and the allocator's growth with the
-          cache alive and everything else freed; estimate: `kv_cache_bytes`.
+          Like a runtime, it computes the logits of the last position only
+          (transformers' `logits_to_keep=1` in generate(), vLLM's sampler): the logits of
+          every position would be batch x context x vocabulary values, far more than the
+          cache. Measured: the bytes those tensors hold and the allocator's growth with
+          the cache alive and everything else freed; estimate: `kv_cache_bytes`.
+          The probe itself needs `probe_memory_bytes`: it prefills the whole batch in one
+          pass, as generate() does, not in a server's chunks.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import torch
 
+from calculators.memory.activations import inference_workspace
 from calculators.memory.kv_cache import KVSettings, kv_cache_bytes
 from calculators.memory.weights import weight_bytes
 from calculators.model.params import parameter_counts
@@ -26,6 +32,26 @@ from probes.model import build_model, parameter_count
 
 VERSION = "1"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# config.json's dtype (transformers >= 4.56) or torch_dtype, as a probe format
+CONFIG_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def model_format(config: dict[str, Any]) -> str:
+    """The format the checkpoint is published in, from its config.json: what a runtime
+    loads by default (vLLM's and transformers' dtype="auto"). bf16 when the config names
+    none or a dtype a probe cannot hold."""
+    name = config.get("dtype") or config.get("torch_dtype")
+    return CONFIG_DTYPES.get(str(name), "bf16")
+
+
+def probe_memory_bytes(spec: ModelSpec, fmt: str, *, context: int, batch: int) -> int:
+    """What the kv-cache probe holds at its peak, in bytes: the weights in `fmt`, the
+    cache, and the working set of a one-pass prefill of the whole batch (one layer's
+    activations plus the last position's logits, `inference_workspace` with no chunk).
+    The caching allocator's fragmentation and the CUDA context come on top."""
+    cache = kv_cache_bytes(spec, context=context, batch=batch, settings=KVSettings(kv_format=fmt))
+    work = inference_workspace(spec, context=context, batch=batch, prefill_chunk=None)
+    return weight_bytes(spec, fmt).main_bytes + cache.total_bytes + work.total
 
 
 def _dtype(fmt: str) -> torch.dtype:
@@ -89,7 +115,8 @@ def kv_cache_probe(
         before = backend.current()
         for a, sink in zip(attn, sinks, strict=True):
             a.kv_sink = sink
-        logits = model(ids)
+        # the last position's logits only, as a runtime computes them
+        logits = torch.nn.functional.linear(model.hidden(ids)[:, -1:], model.output_weight())
         del logits
         allocated = backend.current() - before
         for a in attn:
@@ -113,5 +140,7 @@ def kv_cache_probe(
         "details": {
             "backend": backend.kind,
             "prefill_peak_bytes": backend.end("prefill").peak_bytes,
+            "probe_memory_bytes": probe_memory_bytes(spec, fmt, context=context, batch=batch),
+            "logits": "last position only",
         },
     }
