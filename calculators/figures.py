@@ -146,14 +146,17 @@ def memory_vs_context(
     kv_format: str = "bf16",
     gpu: str = "h100-sxm",
     contexts: str = DEFAULT_CONTEXTS,
+    prefill_chunk: str = "",
 ) -> str:
     """Memory to serve the model against context, one line per weights format, GiB.
 
     model: a preset id; batch: concurrent sequences; formats: comma-separated weights
     formats; kv_format: the KV cache's format; gpu: the catalog card whose visible memory
-    is drawn across; contexts: comma-separated lengths in tokens (1K to 128K unless given).
-    Each point is `memory_envelope(...).total_bytes`: weights, KV cache, activations and
-    the card's runtime reserves.
+    is drawn across; contexts: comma-separated lengths in tokens (1K to 128K unless given);
+    prefill_chunk: tokens per prefill step, as vLLM's max_num_batched_tokens (empty: the
+    whole batch in one pass, as transformers' generate()). Each point is
+    `memory_envelope(...).total_bytes`: weights, KV cache, activations and the card's
+    runtime reserves.
     """
     spec = _spec(model)
     n = _count("batch", batch, MAX_CONCURRENT_SEQUENCES)
@@ -161,6 +164,8 @@ def memory_vs_context(
     kv = KVSettings(kv_format=_ids("kv_format", kv_format, KV_FORMATS)[0])
     card = get_gpu(gpu)
     lengths = _contexts(contexts)
+    chunk = _count("prefill_chunk", prefill_chunk, MAX_SEQUENCE_TOKENS) if prefill_chunk else None
+    prefill = "one-pass prefill" if chunk is None else f"prefill in {chunk:,}-token chunks"
     series = [
         (
             f,
@@ -170,7 +175,9 @@ def memory_vs_context(
                     _gib(
                         memory_envelope(
                             spec,
-                            EnvelopeQuery(context=c, batch=n, weights_format=f, kv=kv),
+                            EnvelopeQuery(
+                                context=c, batch=n, weights_format=f, kv=kv, prefill_chunk=chunk
+                            ),
                             gpu=card.id,
                             select_cards=False,
                         ).total_bytes
@@ -184,7 +191,8 @@ def memory_vs_context(
     return line_chart_svg(
         series,
         x_label=CONTEXT_LABEL,
-        y_label=f"memory on one GPU (GiB), {n:,} sequence(s), KV cache in {kv.kv_format}",
+        y_label=f"memory on one GPU (GiB), {n:,} sequence(s), KV cache in {kv.kv_format}, "
+        f"{prefill}",
         title=f"{model}: serving memory against context, by weights format, GiB",
         x_log2=True,
         hlines=[(f"visible on {card.id}", _gib(card.visible_bytes))],

@@ -19,6 +19,17 @@ def format_gib(n_bytes: int, digits: int = 2) -> str:
     return f"{gib(n_bytes):,.{digits}f} GiB"
 
 
+# Headroom is visible memory minus an estimate, and the visible memory itself moves by
+# tens to a few hundred MiB between cards and driver versions (calculators.memory.gpus):
+# a hundredth of a GiB would claim a precision the card-to-card spread does not have.
+HEADROOM_DIGITS = 1
+
+
+def format_headroom(n_bytes: int) -> str:
+    """'12.6 GiB': headroom to a tenth of a GiB (HEADROOM_DIGITS says why)."""
+    return format_gib(n_bytes, HEADROOM_DIGITS)
+
+
 def format_count(n: int) -> str:
     """Counts with K/M/B (decimal) suffixes, the only place these suffixes are used."""
     for div, suffix in ((10**9, "B"), (10**6, "M"), (10**3, "K")):

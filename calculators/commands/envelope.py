@@ -27,7 +27,7 @@ from calculators.commands.shared import (
 from calculators.limits import MAX_SEQUENCE_TOKENS
 from calculators.memory.envelope import EnvelopeQuery, EnvelopeResult, memory_envelope
 from calculators.render import table
-from calculators.units import format_gib
+from calculators.units import format_gib, format_headroom
 from calculators.web.render import html_table, stacked_bar_svg, summary
 
 
@@ -76,7 +76,7 @@ def _card_row(c: dict[str, Any], context_limit: int) -> list[str]:
         c["gpu"],
         format_gib(c["visible_bytes"]),
         format_gib(c["total_bytes"]),
-        format_gib(c["headroom_bytes"]),
+        format_headroom(c["headroom_bytes"]),
         longest,
         f"{c['max_sequences']:,}",
         "more than 8" if c["cards_needed"] is None else str(c["cards_needed"]),
@@ -112,7 +112,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             + [["total", format_gib(r.total_bytes), ""]],
         ),
         f"\nVisible memory {format_gib(r.visible_bytes)}: {verdict}, "
-        f"headroom {format_gib(r.headroom_bytes)}",
+        f"headroom {format_headroom(r.headroom_bytes)}",
         "Cards that fit: " + (", ".join(c.gpu for c in r.cards if c.fits) or "none"),
         "",
         table(
@@ -125,6 +125,8 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         "model": spec.name,
         "context": args.context,
         "batch": args.batch,
+        # None: the whole batch prefilled in one pass (the activation line's basis says so)
+        "prefill_chunk": args.prefill_chunk,
         **envelope_json(r),
     }, "\n".join(text + assumption_lines(spec))
 
@@ -137,7 +139,7 @@ def html(r: dict[str, Any]) -> str:
             summary(
                 f"{r['model']}: {format_gib(r['total_bytes'])} in total against "
                 f"{format_gib(r['visible_bytes'])} visible on {card}: {verdict}, headroom "
-                f"{format_gib(r['headroom_bytes'])}."
+                f"{format_headroom(r['headroom_bytes'])}."
             ),
             stacked_bar_svg(
                 [(line["label"], line["bytes"]) for line in r["lines"]],
@@ -182,7 +184,10 @@ CALCULATOR = Calculator(
             unit="tokens",
             minimum=1,
             maximum=MAX_SEQUENCE_TOKENS,
-            help="Tokens per prefill step when the prompt is chunked; empty: whole.",
+            help="Tokens per prefill step: your server's max_num_batched_tokens (vLLM) or "
+            "chunked_prefill_size (SGLang); vLLM's defaults by card are on the serve "
+            "calculator's page. Empty: the whole batch in one pass, as transformers' "
+            "generate() does.",
         ),
         ATTENTION,
         Input(

@@ -28,7 +28,7 @@ from calculators.training.step import (
     max_micro_batch,
     training_fit,
 )
-from calculators.units import format_gib
+from calculators.units import format_gib, format_headroom
 from calculators.web.render import html_table, phase_bars_svg, summary
 
 
@@ -175,7 +175,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             + [["total", format_gib(fit.total_bytes), ""]],
         ),
         f"\nVisible memory on {where}: {format_gib(fit.visible_bytes)}; "
-        f"{'fits' if fit.fits else 'does NOT fit'}, headroom {format_gib(fit.headroom_bytes)}",
+        f"{'fits' if fit.fits else 'does NOT fit'}, headroom {format_headroom(fit.headroom_bytes)}",
     ]
     if spec is not None:
         largest = max_micro_batch(spec, query, **card)
@@ -198,7 +198,7 @@ def html(r: dict[str, Any]) -> str:
                 f"{r['model']}: {format_gib(r['total_bytes'])} per GPU at the peak "
                 f"({r['peak_phase'].replace('_', ' ')}) with reserves, against "
                 f"{format_gib(r['visible_bytes'])} visible: {verdict}, headroom "
-                f"{format_gib(r['headroom_bytes'])}."
+                f"{format_headroom(r['headroom_bytes'])}."
                 + ("" if largest is None else f" Largest micro-batch that fits: {largest}.")
             ),
             phase_bars_svg(

@@ -161,11 +161,26 @@ def _demand_lines(spec: ModelSpec, q: EnvelopeQuery) -> tuple[list[EnvelopeLine]
             label="Activation workspace (estimate)",
             bytes=ws.total,
             basis=f"one layer's prefill working set for {ws.step_tokens} tokens "
-            f"plus last-position logits{', eager scores' if ws.scores else ''}",
+            f"plus last-position logits{', eager scores' if ws.scores else ''}; "
+            + _prefill_runtime(q.prefill_chunk),
             source="calculators.memory.activations.inference_workspace",
         ),
     ]
     return lines, kv.warnings
+
+
+def _prefill_runtime(prefill_chunk: int | None) -> str:
+    """Which runtimes prefill the way the activation line assumes: the line is one forward
+    step's working set, and the step's size is the runtime's choice."""
+    if prefill_chunk is None:
+        return (
+            "the whole batch in one forward pass, as transformers' generate() prefills; "
+            "vLLM and SGLang prefill in chunks (set the prefill chunk)"
+        )
+    return (
+        f"prompts prefilled in chunks of {prefill_chunk} tokens, as vLLM "
+        "(max_num_batched_tokens) and SGLang (chunked_prefill_size) do"
+    )
 
 
 class _Demand:

@@ -65,7 +65,7 @@ from calculators.memory.gpus import GPUS, get_gpu
 from calculators.memory.kv_formats import KV_FORMATS
 from calculators.model.presets import get_preset, load_preset, preset_ids
 from calculators.model.spec import ModelSpec
-from calculators.units import format_count, format_gib
+from calculators.units import format_count, format_gib, format_headroom
 from calculators.web import CALCULATORS, compute, form_html
 from calculators.web import forms as web_forms
 from calculators.web.forms import argv_for, calculator, clean
@@ -106,6 +106,8 @@ mimetypes.add_type("application/wasm", ".wasm")
 _FORMATS: dict[str, Any] = {
     "raw": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
     "gib": format_gib,
+    # visible memory minus an estimate, to a tenth of a GiB (calculators.units says why)
+    "headroom": format_headroom,
     "gb": lambda v: f"{v / 10**9:,.2f} GB",
     "int": lambda v: f"{v:,}",
     "count": format_count,
