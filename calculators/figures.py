@@ -245,7 +245,7 @@ def training_phases(
     """Memory of each phase of a training step, reserves included, against the card, GiB.
 
     model: a preset id; micro_batch: sequences per GPU; seq_len: tokens per sequence;
-    precision: the precision policy (e.g. bf16-mixed); gpu: the catalog card. The bars
+    precision: the precision policy (e.g. bf16-fp32-master); gpu: the catalog card. The bars
     are the training calculator's: each phase of `training_fit(...)` plus its reserve
     lines, with AdamW, no checkpointing, one GPU.
     """
@@ -298,7 +298,7 @@ def training_by_method(
     LoRA on the attention projections, LoRA on every linear layer, and QLoRA (LoRA on
     every linear layer of an nf4-dq base). Each bar is the training calculator's
     `training_fit(...).total_bytes` (the step's peak phase plus its reserve lines) in
-    bf16-mixed with AdamW, full activation checkpointing and one GPU; its label gives the
+    bf16-fp32-master with AdamW, full activation checkpointing and one GPU; its label gives the
     parameters the method trains (`trainable_parameters`).
     """
     spec = _spec(model)
@@ -306,7 +306,7 @@ def training_by_method(
     common = {
         "micro_batch": _count("micro_batch", micro_batch, MAX_MICRO_BATCH),
         "seq_len": _count("seq_len", seq_len, MAX_SEQUENCE_TOKENS),
-        "precision": "bf16-mixed",
+        "precision": "bf16-fp32-master",
         "checkpointing": "full",
     }
     methods = [

@@ -149,7 +149,8 @@ def throughput_probe(
         raise ValueError(f"warmup must be a non-negative integer, got {args.warmup}")
     card = detect_card(device, args.gpu)
     train = training_rate(spec, config, s, device, args.warmup, phases)
-    dtype = torch.bfloat16 if s.precision in ("bf16", "bf16-mixed", "amp-bf16") else torch.float32
+    bf16 = ("bf16", "bf16-fp32-master", "amp-bf16")
+    dtype = torch.bfloat16 if s.precision in bf16 else torch.float32
     decode = decode_rate(spec, device, dtype, args.context, args.batch, args.decode_tokens, phases)
     flops_per_token = training_flops_per_token(spec, s.seq_len)
     measured: dict[str, float] = {

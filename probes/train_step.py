@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from calculators.model.spec import ModelSpec
+from calculators.training.states import precision_id
 from calculators.training.step import DEFAULT_LORA_TARGETS, TrainingQuery, training_memory
 from probes.memory import CPUBackend, CudaBackend, PhaseMeasurement, storage_bytes
 from probes.report import Phases
@@ -55,6 +56,8 @@ class StepSettings:
                 f"got {self.steps!r}"
             )
         policy(self.precision)  # names the policies this probe can run
+        # the current name, whatever name was given (reports print it)
+        object.__setattr__(self, "precision", precision_id(self.precision))
         self.query()  # the calculators' own checks name any other bad shared field
 
     def query(self, *, zero_stage: int = 0, gpus: int = 1) -> TrainingQuery:
@@ -139,7 +142,7 @@ def run_step(
             grads = [p.grad for p in trainer.trainable if p.grad is not None]
             cats.gradients |= backend.ids(grads)
             out["backward"].extra["gradient_bytes"] = storage_bytes(grads)
-            del grads  # bf16-mixed frees each 16-bit gradient in the step: hold none here
+            del grads  # bf16-fp32-master frees each 16-bit gradient in the step: hold none here
             backend.start()
         phases.current = "optimizer_step"
         trainer.optimizer_step()
@@ -177,7 +180,7 @@ def measured_entries(ph: dict[str, PhaseMeasurement]) -> dict[str, int]:
         cat["optimizer_states"] if cat else ph["optimizer"].extra["optimizer_state_bytes"]
     )
     m["activations"] = ph["forward"].extra["activation_bytes"]
-    # the model's gradients when backward ends (bf16-mixed's fp32 copies are step scratch)
+    # the model's gradients when backward ends (bf16-fp32-master's fp32 copies are step scratch)
     m["gradients"] = ph["backward"].extra["gradient_bytes"]
     return m
 

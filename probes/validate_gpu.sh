@@ -60,12 +60,12 @@ run train-qwen3-bf16-ckpt 60 train-step --config tiny-qwen3 "${STEP[@]}" --preci
     --checkpointing full
 run train-gemma2-bf16-eager 60 train-step --config tiny-gemma2 "${STEP[@]}" --precision bf16 \
     --attention eager
-run train-mixtral-bf16-mixed 60 train-step --config tiny-mixtral "${STEP[@]}" \
-    --precision bf16-mixed
+run train-mixtral-bf16-fp32-master 60 train-step --config tiny-mixtral "${STEP[@]}" \
+    --precision bf16-fp32-master
 run train-deepseek-v3-fp32 60 train-step --config tiny-deepseek-v3 "${STEP[@]}"
 run train-gpt2-sgd-momentum 60 train-step --config tiny-gpt2 "${STEP[@]}" --optimizer sgd-momentum
-run train-qwen2.5-0.5b-bf16-mixed 120 train-step --model qwen2.5-0.5b --micro-batch 4 \
-    --seq-len 1024 --precision bf16-mixed --snapshot "$OUT/snapshot-qwen2.5-0.5b.pickle"
+run train-qwen2.5-0.5b-bf16-fp32-master 120 train-step --model qwen2.5-0.5b --micro-batch 4 \
+    --seq-len 1024 --precision bf16-fp32-master --snapshot "$OUT/snapshot-qwen2.5-0.5b.pickle"
 run train-qwen3-0.6b-amp-ckpt 120 train-step --model qwen3-0.6b --micro-batch 8 --seq-len 2048 \
     --precision amp-bf16 --checkpointing full
 

@@ -67,7 +67,7 @@ EXAMPLES = {
         "model": "qwen3-0.6b",
         "micro_batch": "2",
         "seq_len": "4096",
-        "precision": "bf16-mixed",
+        "precision": "bf16-fp32-master",
     },
     # mean KL divergences of llama.cpp's LLaMA 3 8b scoreboard (docs/data/adaptation)
     "memory-vs-quality": {
@@ -244,7 +244,7 @@ def test_training_by_method_draws_the_training_calculator_per_method() -> None:
 
     args = EXAMPLES["training-by-method"]
     spec = spec_of(args["model"])
-    common = dict(micro_batch=4, seq_len=2048, precision="bf16-mixed", checkpointing="full")
+    common = dict(micro_batch=4, seq_len=2048, precision="bf16-fp32-master", checkpointing="full")
     full = training_fit(spec, TrainingQuery(**common), gpu="rtx-4090")
     qlora = training_fit(
         spec,

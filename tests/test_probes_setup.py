@@ -52,7 +52,9 @@ def test_config_sources() -> None:
 
 
 def test_policies_and_optimizers() -> None:
-    assert policy("bf16-mixed").master and policy("bf16-mixed").model_dtype == torch.bfloat16
+    master = policy("bf16-fp32-master")
+    assert master.master and master.model_dtype == torch.bfloat16
+    assert policy("bf16-mixed") == master  # the retired name, still read
     assert policy("amp-fp16").scaler
     with pytest.raises(ValueError, match="precision must be one of"):
         policy("fp8")

@@ -46,7 +46,7 @@ def test_bf16_mixed_keeps_a_master_copy(tmp_path) -> None:
         "--config",
         "tiny-llama",
         "--precision",
-        "bf16-mixed",
+        "bf16-fp32-master",
         "--device",
         "cpu",
         "--seq-len",

@@ -34,7 +34,7 @@ def model_states(r) -> int:
 # baseline 120, P_os 31.4, P_os+g 16.6, P_os+g+p 1.9.
 @pytest.mark.parametrize(("stage", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_table_1(stage, gb):
-    q = TrainingQuery(precision="bf16-mixed", optimizer="adamw", zero_stage=stage, gpus=64)
+    q = TrainingQuery(precision="bf16-fp32-master", optimizer="adamw", zero_stage=stage, gpus=64)
     r = training_memory(None, q, params=7_500_000_000)
     assert round(model_states(r) / 1e9, 1) == gb
 
@@ -42,7 +42,7 @@ def test_zero_paper_table_1(stage, gb):
 def test_zero_paper_gpt2_xl_needs_24_gb():
     # ZeRO paper section 3.1: a 1.5B-parameter GPT-2 needs at least 24 GB for its model
     # states under mixed-precision Adam (16 bytes a parameter).
-    r = training_memory(None, TrainingQuery(precision="bf16-mixed"), params=1_500_000_000)
+    r = training_memory(None, TrainingQuery(precision="bf16-fp32-master"), params=1_500_000_000)
     assert model_states(r) == 24 * 10**9
 
 
@@ -67,7 +67,7 @@ def test_full_fine_tune_states_by_policy():
         # policy: (parameters, gradients, optimizer states incl. master) bytes per parameter
         "fp32": (4, 4, 8),
         "amp-bf16": (4, 4, 8),
-        "bf16-mixed": (2, 2, 12),
+        "bf16-fp32-master": (2, 2, 12),
         "bf16": (2, 2, 4),
     }
     for policy, (p, g, o) in per_param.items():
@@ -235,7 +235,7 @@ def test_zero3_gathers_units():
 
 def test_fit_against_card_and_largest_micro_batch():
     spec = preset("qwen2.5-0.5b")
-    q = TrainingQuery(seq_len=2048, precision="bf16-mixed")
+    q = TrainingQuery(seq_len=2048, precision="bf16-fp32-master")
     fit = training_fit(spec, q, gpu="l4")
     assert fit.visible_bytes == get_gpu("l4").visible_bytes
     assert fit.total_bytes == fit.memory.peak_bytes + sum(r.bytes for r in fit.reserves)
@@ -260,7 +260,7 @@ def _mb(q: TrainingQuery, mb: int) -> TrainingQuery:
 
 
 QUERY_SETTINGS = settings(max_examples=40, deadline=None)
-policies = st.sampled_from(["fp32", "amp-bf16", "amp-fp16", "bf16-mixed", "bf16"])
+policies = st.sampled_from(["fp32", "amp-bf16", "amp-fp16", "bf16-fp32-master", "bf16"])
 optimizers = st.sampled_from(["adamw", "adamw-8bit", "sgd", "sgd-momentum"])
 
 

@@ -10,6 +10,7 @@ from calculators.training.states import (
     optimizer_state_bytes,
     step_temporary_bytes,
 )
+from calculators.training.step import TrainingQuery
 
 
 def test_tables_have_sources_and_unique_ids():
@@ -21,7 +22,7 @@ def test_tables_have_sources_and_unique_ids():
 
 def test_mixed_precision_adam_is_16_bytes_a_parameter():
     # ZeRO paper section 3.1: 2 (fp16 params) + 2 (grads) + K = 12 (fp32 copy, m, v).
-    p, adam = get_precision("bf16-mixed"), get_optimizer("adamw")
+    p, adam = get_precision("bf16-fp32-master"), get_optimizer("adamw")
     k = p.master_bytes + adam.full_states * p.state_bytes
     assert (p.param_bytes, p.grad_bytes, k) == (2, 2, 12)
 
@@ -55,3 +56,27 @@ def test_unknown_ids_name_the_field():
         get_precision("tf32")
     with pytest.raises(ValueError, match=r"optimizer must be one of .*got 'lamb'"):
         get_optimizer("lamb")
+
+
+def test_the_retired_name_bf16_mixed_is_read_as_bf16_fp32_master() -> None:
+    # PyTorch Lightning's precision="bf16-mixed" is autocast over fp32 weights
+    # (lightning/fabric/plugins/precision/amp.py); this site's old bf16-mixed was bf16
+    # weights with an fp32 master, so the id changed and the old one stays an alias
+    assert get_precision("bf16-mixed") == get_precision("bf16-fp32-master")
+    assert get_precision("bf16-mixed").master_bytes == 4
+    assert get_precision("amp-bf16").param_bytes == 4  # Lightning's meaning of the name
+    q = TrainingQuery(precision="bf16-mixed")
+    assert q.precision == "bf16-fp32-master"
+
+
+def test_an_old_link_or_command_with_bf16_mixed_still_works() -> None:
+    from calculators.cli import main
+    from calculators.web import compute, form_html
+
+    inputs = {"model": "llama-3.2-1b", "micro_batch": "2", "seq_len": "512"}
+    old = compute("training", {**inputs, "precision": "bf16-mixed"})
+    new = compute("training", {**inputs, "precision": "bf16-fp32-master"})
+    assert old == new and old["total_bytes"] > 0
+    form = form_html("training", {"precision": "bf16-mixed"}, form_id="t")
+    assert 'value="bf16-fp32-master" selected' in form
+    assert main(["training", "--model", "llama-3.2-1b", "--precision", "bf16-mixed"]) == 0

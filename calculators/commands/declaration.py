@@ -41,6 +41,8 @@ class Input:
     minimum, maximum: bounds the page checks as the reader types (the calculators check
               their own at their dataclasses).
     choices:  the values of a choice (a select on the page).
+    aliases:  retired names of choices, (old, current) pairs: an old link, command or
+              form value still works and is read as the current one.
     optional: the page accepts it empty (then it is left out).
     required: the command line needs it (in a `group`: needs one of the group).
     group:    inputs of one group exclude each other on the command line (--config or
@@ -59,6 +61,7 @@ class Input:
     minimum: int | float | None = None
     maximum: int | float | None = None
     choices: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
     optional: bool = False
     required: bool = False
     group: str | None = None

@@ -20,7 +20,7 @@ from calculators.commands.shared import (
 from calculators.errors import shown
 from calculators.limits import MAX_GPUS, MAX_LORA_RANK, MAX_MICRO_BATCH, MAX_SEQUENCE_TOKENS
 from calculators.render import table
-from calculators.training.states import OPTIMIZERS, PRECISIONS
+from calculators.training.states import OPTIMIZERS, PRECISION_ALIASES, PRECISIONS
 from calculators.training.step import (
     DEFAULT_LORA_TARGETS,
     TrainingFit,
@@ -77,8 +77,9 @@ PRECISION = Input(
     name="precision",
     label="Precision",
     kind="choice",
-    default="bf16-mixed",
+    default="bf16-fp32-master",
     choices=tuple(p.id for p in PRECISIONS),
+    aliases=tuple(PRECISION_ALIASES.items()),
     help="Parameter, gradient and optimizer-state precision policy.",
 )
 OPTIMIZER = Input(

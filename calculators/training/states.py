@@ -89,7 +89,7 @@ PRECISIONS: tuple[PrecisionPolicy, ...] = (
         source="PyTorch AMP docs (torch.amp.autocast, torch.amp.GradScaler)",
     ),
     PrecisionPolicy(
-        id="bf16-mixed",
+        id="bf16-fp32-master",
         label="bf16 parameters and gradients, fp32 master and optimizer states",
         param_bytes=2,
         grad_bytes=2,
@@ -177,8 +177,22 @@ EIGHT_BIT_BLOCK = 256  # bitsandbytes Optimizer2State blockwise: n // 256 absmax
 EIGHT_BIT_MIN_SIZE = 4096  # bitsandbytes optimizers' default min_8bit_size
 
 
+# Names this site used before, still accepted (old links, commands and reports) and read as
+# the policy they meant. "bf16-mixed" was this site's name for bf16 weights with an fp32
+# master; PyTorch Lightning's `precision="bf16-mixed"` means bf16 autocast over fp32
+# weights (this site's amp-bf16), so the name was retired for one that cannot be misread.
+PRECISION_ALIASES: dict[str, str] = {"bf16-mixed": "bf16-fp32-master"}
+
+
+def precision_id(policy_id: str) -> str:
+    """The current id of `policy_id`: itself, or what a retired name (an alias) meant."""
+    return PRECISION_ALIASES.get(policy_id, policy_id)
+
+
 def get_precision(policy_id: str) -> PrecisionPolicy:
-    """The policy called `policy_id`; ValueError naming the choices otherwise."""
+    """The policy called `policy_id` (or a retired alias of it); ValueError naming the
+    choices otherwise."""
+    policy_id = precision_id(policy_id)
     one_of("precision", policy_id, tuple(p.id for p in PRECISIONS))
     return next(p for p in PRECISIONS if p.id == policy_id)
 

@@ -79,6 +79,7 @@ from calculators.training.states import (
     get_optimizer,
     get_precision,
     optimizer_state_bytes,
+    precision_id,
     step_temporary_bytes,
 )
 
@@ -99,7 +100,8 @@ class TrainingQuery:
     """One training step on one GPU of a data-parallel group.
 
     micro_batch, seq_len: sequences per forward/backward and tokens per sequence.
-    precision:      fp32 | amp-bf16 | amp-fp16 | bf16-mixed | bf16 (`PRECISIONS`).
+    precision:      fp32 | amp-bf16 | amp-fp16 | bf16-fp32-master | bf16 (`PRECISIONS`;
+                    the retired name bf16-mixed is read as bf16-fp32-master).
     optimizer:      adamw | adamw-8bit | sgd | sgd-momentum | adafactor (`OPTIMIZERS`).
     optimizer_impl: foreach (torch's default on CUDA) | for-loop | fused.
     checkpointing:  none | full | selective (per decoder layer).
@@ -118,7 +120,7 @@ class TrainingQuery:
 
     micro_batch: int = 1
     seq_len: int = 2048
-    precision: str = "bf16-mixed"
+    precision: str = "bf16-fp32-master"
     optimizer: str = "adamw"
     optimizer_impl: str = "foreach"
     checkpointing: str = "none"
@@ -139,6 +141,8 @@ class TrainingQuery:
         positive_int("seq_len", self.seq_len, maximum=MAX_SEQUENCE_TOKENS)
         opt = get_optimizer(self.optimizer)
         get_precision(self.precision)
+        # the current name, whatever name the query used (results and reports print it)
+        object.__setattr__(self, "precision", precision_id(self.precision))
         one_of("optimizer_impl", self.optimizer_impl, ("foreach", "for-loop", "fused"))
         if self.optimizer_impl == "fused" and (opt.factored or opt.eight_bit):
             raise InputError(

@@ -159,6 +159,7 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
         if f.kind in ("int", "float"):
             out[f.name] = _number(f, raw)
         elif f.kind == "choice":
+            raw = dict(f.aliases).get(raw, raw)
             if raw not in f.choices:
                 raise FieldError(
                     f.name, f"{_named(f)} must be one of {', '.join(f.choices)}; got {shown(raw)}"

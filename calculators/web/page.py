@@ -81,11 +81,14 @@ def _field_html(form_id: str, f: Field, value: Any, site_root: str = "") -> str:
     if f.kind == "file":
         control = _file_control(fid, f, value, described, site_root)
     elif f.kind == "choice":
+        value = dict(f.aliases).get(value, value)
         options = "".join(
             f'<option value="{escape(c)}"{" selected" if c == value else ""}>{escape(c)}</option>'
             for c in f.choices
         )
-        control = f'<select id="{fid}" name="{f.name}" {described}>{options}</select>'
+        # retired names, so that an old shared link still selects what it meant
+        aliases = f" data-aliases='{escape(json.dumps(dict(f.aliases)))}'" if f.aliases else ""
+        control = f'<select id="{fid}" name="{f.name}"{aliases} {described}>{options}</select>'
     elif f.kind == "bool":
         checked = " checked" if value else ""
         control = f'<input id="{fid}" name="{f.name}" type="checkbox"{checked} {described}>'

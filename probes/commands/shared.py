@@ -29,7 +29,12 @@ def common(p: argparse.ArgumentParser) -> None:
 def step_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batch", type=int, default=2, help="sequences per step")
     p.add_argument("--seq-len", type=int, default=128, help="tokens per sequence")
-    p.add_argument("--precision", default="fp32", help="fp32|amp-bf16|amp-fp16|bf16-mixed|bf16")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        help="fp32|amp-bf16|amp-fp16|bf16-fp32-master|bf16 "
+        "(bf16-mixed, the old name of bf16-fp32-master, is still read)",
+    )
     p.add_argument("--optimizer", default="adamw", help="adamw|sgd|sgd-momentum|adafactor|...")
     p.add_argument("--optimizer-impl", default="foreach", help="foreach|for-loop|fused")
     p.add_argument("--checkpointing", default="none", help="none|full|selective")

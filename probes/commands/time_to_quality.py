@@ -36,7 +36,12 @@ def flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batch", type=int, default=8, help="windows per step")
     p.add_argument("--lr", type=float, default=1e-3, help="constant learning rate")
     p.add_argument("--optimizer", default="adamw", help="adamw|sgd|sgd-momentum|adafactor|...")
-    p.add_argument("--precision", default="fp32", help="fp32|amp-bf16|amp-fp16|bf16-mixed|bf16")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        help="fp32|amp-bf16|amp-fp16|bf16-fp32-master|bf16 "
+        "(bf16-mixed, the old name of bf16-fp32-master, is still read)",
+    )
     p.add_argument("--eval-every", type=int, default=10, help="steps between evaluations")
     p.add_argument(
         "--eval-windows", type=int, default=32, help="most eval windows (fixed, evenly spaced)"

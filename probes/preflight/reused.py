@@ -25,7 +25,7 @@ ACCUMULATION_PRECISION = {
     "fp32": "fp32",
     "amp-bf16": "bf16",
     "amp-fp16": "bf16",
-    "bf16-mixed": "bf16",
+    "bf16-fp32-master": "bf16",
     "bf16": "bf16",
 }
 

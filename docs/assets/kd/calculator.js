@@ -138,7 +138,9 @@
     if (params.get("calc") !== form.dataset.calculator) return;
     for (const el of form.elements) {
       if (!el.name || el.type === "file" || !params.has(el.name)) continue;
-      const value = params.get(el.name);
+      let value = params.get(el.name);
+      // a retired choice name in an old link: the select's data-aliases maps it
+      if (el.dataset.aliases) value = JSON.parse(el.dataset.aliases)[value] ?? value;
       if (el.type === "checkbox") el.checked = value === "true";
       else el.value = value;
     }
