@@ -30,6 +30,21 @@ from calculators.render import table
 from calculators.units import format_gib, format_headroom
 from calculators.web.render import html_table, stacked_bar_svg, summary
 
+# Tokens per prefill step: the activation line depends on it (envelope, gap).
+PREFILL_CHUNK = Input(
+    name="prefill_chunk",
+    label="Prefill chunk",
+    kind="int",
+    optional=True,
+    unit="tokens",
+    minimum=1,
+    maximum=MAX_SEQUENCE_TOKENS,
+    help="Tokens per prefill step: your server's max_num_batched_tokens (vLLM) or "
+    "chunked_prefill_size (SGLang); vLLM's defaults by card are on the serve "
+    "calculator's page. Empty: the whole batch in one pass, as transformers' "
+    "generate() does.",
+)
+
 
 def envelope_json(r: EnvelopeResult) -> dict[str, Any]:
     return {
@@ -176,19 +191,7 @@ CALCULATOR = Calculator(
         *KV,
         *CARD,
         RESERVE,
-        Input(
-            name="prefill_chunk",
-            label="Prefill chunk",
-            kind="int",
-            optional=True,
-            unit="tokens",
-            minimum=1,
-            maximum=MAX_SEQUENCE_TOKENS,
-            help="Tokens per prefill step: your server's max_num_batched_tokens (vLLM) or "
-            "chunked_prefill_size (SGLang); vLLM's defaults by card are on the serve "
-            "calculator's page. Empty: the whole batch in one pass, as transformers' "
-            "generate() does.",
-        ),
+        PREFILL_CHUNK,
         ATTENTION,
         Input(
             name="include_mtp",

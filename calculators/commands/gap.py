@@ -15,6 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
+from calculators.commands.envelope import PREFILL_CHUNK
 from calculators.commands.shared import (
     ATTENTION,
     BATCH,
@@ -124,6 +125,7 @@ def _estimate(
             weights_format=args.format,
             kv=kv_settings(args),
             max_length=args.max_length,
+            prefill_chunk=args.prefill_chunk,
             attention=args.attention,
             reserves=overrides,
         )
@@ -453,6 +455,7 @@ CALCULATOR = Calculator(
         # the page's example is the run its example measurements are for: 4 x 8192 tokens
         replace(BATCH, example=4),
         *KV,
+        PREFILL_CHUNK,
         ATTENTION,
         MICRO_BATCH,
         SEQ_LEN,

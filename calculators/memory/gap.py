@@ -239,7 +239,8 @@ def _model_error(a: int, estimate: int) -> GapPart:
             "Check that the run reached the batch and length entered (a dynamic cache holds "
             "only the tokens generated so far; the peak counts since the last "
             "reset_peak_memory_stats()) and that each estimated line applies (the activation "
-            "workspace is one layer's prefill at the full length). Nothing to fix if the run "
+            "workspace is one prefill step: the whole batch at once unless a prefill chunk "
+            "is given, as vLLM and SGLang chunk it). Nothing to fix if the run "
             "is the one entered."
         )
     else:
