@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.memory.tensor_parallel import DEGREES, card_share, valid_degrees
+from calculators.memory.tensor_parallel import DEGREES, card_share, tp_refusal, valid_degrees
 from calculators.model.presets import load_preset
 from calculators.model.spec import ModelSpec
 
@@ -54,3 +54,32 @@ def test_weights_split_evenly_and_round_up(weights, degree):
     share = card_share(spec("llama-3.1-70b"), degree)
     each = share.weights(weights)
     assert each * degree >= weights > (each - 1) * degree or weights == 0
+
+
+def test_the_envelope_and_the_serve_calculator_refuse_the_same_degrees() -> None:
+    # one predicate (tp_refusal) for both: a degree the envelope offers is one vLLM starts
+    from calculators.errors import InputError
+    from calculators.model.presets import preset_ids
+    from calculators.serving.sharding import check_degree
+
+    for preset in preset_ids():
+        spec = ModelSpec.from_hf_config(load_preset(preset), name=preset)
+        for fmt in ("bf16", "awq-int4"):
+            offered = valid_degrees(spec, fmt)
+            for d in DEGREES:
+                try:
+                    check_degree(spec, d, fmt)
+                    starts = True
+                except InputError:
+                    starts = False
+                assert (d in offered) == starts, (preset, fmt, d)
+
+
+def test_awq_groups_must_stay_whole_on_each_card() -> None:
+    # Llama 3.1 70B: intermediate 28,672 rows; at 8 cards 3,584 per card = 28 groups of 128
+    spec = ModelSpec.from_hf_config(load_preset("llama-3.1-70b"), name="llama-3.1-70b")
+    assert tp_refusal(spec, 8, "awq-int4") is None
+    # OLMo 2 7B: intermediate 11,008; at 8 cards 1,376 rows, not whole 128-row groups
+    olmo = ModelSpec.from_hf_config(load_preset("olmo2-7b"), name="olmo2-7b")
+    assert "not whole 128-row" in (tp_refusal(olmo, 8, "awq-int4") or "")
+    assert tp_refusal(olmo, 8, "bf16") is None and 8 not in valid_degrees(olmo, "awq-int4")

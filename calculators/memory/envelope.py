@@ -259,7 +259,7 @@ def _card_fit(
     if total_bytes <= visible:
         needed, per_card = 1, total_bytes
     else:
-        for degree in valid_degrees(demand.spec):
+        for degree in valid_degrees(demand.spec, demand.q.weights_format):
             each = demand.total(rt, q.context, q.batch, degree)
             if each <= visible:
                 needed, per_card = degree, each

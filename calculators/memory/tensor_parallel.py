@@ -23,8 +23,9 @@ of the models here), the K/V projections replicated with the heads when the degr
 exceeds n_kv, pipeline parallelism, expert parallelism for MoE (experts are split like
 any MLP here) and the NCCL buffers of more than one communicator (the framework reserve
 holds one). A degree is valid when it divides the attention heads and either divides the
-KV heads or is a multiple of them, as vLLM requires (vllm/config, `verify_with_parallel_config`:
-the attention heads must be divisible by the tensor parallel size).
+KV heads or is a multiple of them, as vLLM requires, and splits every MLP into whole
+rows (and whole quantization groups): `tp_refusal` gives vLLM's rules and sources. The
+serve calculator (`calculators.serving.sharding`) refuses with the same rules.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculators.checks import positive_int
+from calculators.memory.formats import get_format
 from calculators.model.spec import ModelSpec
 
 # Degrees tried for a card that does not hold the model alone: the sizes of the servers
@@ -57,14 +59,50 @@ class Share:
         return -(-kv_bytes * self.kv_heads_per_card // num_kv_heads)
 
 
-def valid_degrees(spec: ModelSpec) -> tuple[int, ...]:
-    """The degrees of `DEGREES` that `spec` can be split over (see the module docstring)."""
+# Formats whose weights are stored in groups of input rows, which a rank must hold whole.
+GROUPED_FORMATS = ("awq-int4", "gptq-int4")
+
+
+def tp_refusal(spec: ModelSpec, tp: int, format_id: str = "bf16") -> str | None:
+    """Why vLLM refuses to split `spec` over `tp` ranks, or None when it splits.
+
+    vLLM (vllm/config.py ModelConfig.verify_with_parallel_config): the attention heads
+    must divide by tp; QKVParallelLinear needs tp to divide n_kv or n_kv to divide tp;
+    the MLP's (and each expert's) intermediate size must divide by tp (linear.py,
+    `divide`); a grouped quantization needs each rank's input rows to be whole groups
+    (vLLM: "The input size is not aligned with the quantized weight shape"), checked when
+    the layer is split (tp > 1): an unsplit checkpoint's shapes are the quantizer's own.
+    """
+    if spec.num_heads % tp:
+        return (
+            f"tp must divide the attention heads ({spec.num_heads}); got {tp} "
+            "(vLLM: 'Total number of attention heads must be divisible by tensor parallel size')"
+        )
     n_kv = spec.num_kv_heads
-    return tuple(
-        d
-        for d in DEGREES
-        if spec.num_heads % d == 0 and (spec.mla is not None or n_kv % d == 0 or d % n_kv == 0)
-    )
+    if spec.mla is None and n_kv % tp and tp % n_kv:
+        return f"tp must divide the KV heads ({n_kv}) or be a multiple of them; got {tp}"
+    sizes = {"intermediate_size": spec.intermediate_size}
+    if spec.moe is not None:
+        sizes["expert intermediate size"] = spec.moe.expert_intermediate_size
+        if spec.moe.shared_intermediate_size:
+            sizes["shared expert intermediate size"] = spec.moe.shared_intermediate_size
+    group = get_format(format_id).group_size if format_id in GROUPED_FORMATS else None
+    for name, size in sizes.items():
+        if size % tp:
+            return f"tp must divide the {name} ({size:,}); got {tp}"
+        if group and tp > 1 and (size // tp) % group:
+            return (
+                f"tp {tp} leaves {size // tp:,} rows of the {name} per rank, not whole "
+                f"{group}-row quantization groups (vLLM refuses: the input size is not "
+                "aligned with the quantized weight shape)"
+            )
+    return None
+
+
+def valid_degrees(spec: ModelSpec, format_id: str = "bf16") -> tuple[int, ...]:
+    """The degrees of `DEGREES` that `spec` in `format_id` can be split over
+    (`tp_refusal`)."""
+    return tuple(d for d in DEGREES if tp_refusal(spec, d, format_id) is None)
 
 
 def card_share(spec: ModelSpec, degree: int) -> Share:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from calculators.errors import InputError
-from calculators.memory.formats import get_format
+from calculators.memory.tensor_parallel import tp_refusal
 from calculators.memory.weights import quant_context, weight_bytes_of
 from calculators.model.spec import ModelSpec
 from calculators.model.tensors import Tensor, model_tensors
@@ -88,44 +88,13 @@ def kv_heads_per_rank(spec: ModelSpec, tp: int) -> int:
 
 
 def check_degree(spec: ModelSpec, tp: int, format_id: str = "bf16") -> None:
-    """InputError naming `tp` when the runtimes refuse to split `spec` over `tp` ranks.
-
-    vLLM (vllm/config.py ModelConfig.verify_with_parallel_config): the attention heads
-    must divide by tp; QKVParallelLinear needs tp to divide n_kv or n_kv to divide tp;
-    the MLP's (and each expert's) intermediate size must divide by tp (linear.py,
-    `divide`); a grouped quantization needs each rank's input rows to be whole groups
-    (vLLM: "The input size is not aligned with the quantized weight shape"), checked when
-    the layer is split (tp > 1): an unsplit checkpoint's shapes are the quantizer's own.
-    """
+    """InputError naming `tp` when vLLM refuses to split `spec` over `tp` ranks (the rules
+    and their sources: `calculators.memory.tensor_parallel.tp_refusal`)."""
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise InputError("tp", f"tp must be a positive whole number; got {tp!r}")
-    if spec.num_heads % tp:
-        raise InputError(
-            "tp",
-            f"tp must divide the attention heads ({spec.num_heads}); got {tp} "
-            "(vLLM: 'Total number of attention heads must be divisible by tensor parallel size')",
-        )
-    n_kv = spec.num_kv_heads
-    if spec.mla is None and n_kv % tp and tp % n_kv:
-        raise InputError(
-            "tp", f"tp must divide the KV heads ({n_kv}) or be a multiple of them; got {tp}"
-        )
-    sizes = {"intermediate_size": spec.intermediate_size}
-    if spec.moe is not None:
-        sizes["expert intermediate size"] = spec.moe.expert_intermediate_size
-        if spec.moe.shared_intermediate_size:
-            sizes["shared expert intermediate size"] = spec.moe.shared_intermediate_size
-    group = get_format(format_id).group_size if format_id in ("awq-int4", "gptq-int4") else None
-    for name, size in sizes.items():
-        if size % tp:
-            raise InputError("tp", f"tp must divide the {name} ({size:,}); got {tp}")
-        if group and tp > 1 and (size // tp) % group:
-            raise InputError(
-                "tp",
-                f"tp {tp} leaves {size // tp:,} rows of the {name} per rank, not whole "
-                f"{group}-row quantization groups (vLLM refuses: the input size is not "
-                "aligned with the quantized weight shape)",
-            )
+    refusal = tp_refusal(spec, tp, format_id)
+    if refusal is not None:
+        raise InputError("tp", refusal)
 
 
 def _bias_target(t: Tensor) -> str | None:
