@@ -21,6 +21,7 @@ from calculators.figures import figure_caption
 from calculators.memory.weights import weight_bytes
 from calculators.model.presets import load_preset
 from calculators.model.spec import ModelSpec
+from calculators.planning.target_cost import shown_decimals
 from calculators.units import format_gib
 from calculators.web import compute
 
@@ -292,7 +293,10 @@ def test_margins_come_from_the_reports(tmp_path: Path) -> None:
         (reports / name).write_text(json.dumps(_report(name, ratio)), encoding="utf-8")
     md, _ = render("[[margins]]", docs_dir=tmp_path)
     # the larger ratio, 1.02, leaves a margin of 2.0% above the estimate
-    assert "| train-step | peak | CPU | 2 | 0.9700 | 0.9950 | 1.020 | 2.0% |" in md
+    assert (
+        "| train-step | peak | CPU: calculator against its own reference model | 2 | 0.9700 "
+        "| 0.9950 | 1.020 | 2.0% |" in md
+    )
     with pytest.raises(PluginError, match="no reports for train-step peak on cuda"):
         render("[[margin:train-step:peak:cuda:max|g4]]")
 
@@ -351,7 +355,13 @@ def test_the_mlperf_rows_come_from_the_raw_table() -> None:
     data = json.loads((ROOT / "docs/data/mlperf/raw_table.json").read_text(encoding="utf-8"))
     md, _ = render("[[mlperf]]")
     for s in data["submissions"]:
-        assert f"| {s['score_minutes']:,.2f} | {s['score_gpu_hours']:,.2f} |" in md
+        # each score to the first digit of its standard error (shown beside it)
+        se = s["score_standard_error_minutes"]
+        d, h = shown_decimals(se), shown_decimals(se / 60 * s["accelerator_count"])
+        assert (
+            f"| {s['score_minutes']:,.{d}f} &plusmn; {se:,.{d}f} | {s['score_gpu_hours']:,.{h}f} |"
+            in md
+        )
     assert f"Every run ({len(data['rows'])} rows" in md
     assert md.count("](https://github.com/mlcommons/") == len(data["rows"])
 
