@@ -18,7 +18,9 @@ since the epoch), `event_type`, `key`, `value` and `metadata`. Anything before t
 a line (a rank prefix such as `0: `) is ignored, as that parser does. The run is bracketed by
 `run_start` (INTERVAL_START) and `run_stop` (INTERVAL_END, `metadata.status` "success" or
 "aborted"); the quality reached is logged as `eval_accuracy` lines (for llama2_70b_lora the
-value is the evaluation loss, lower is better).
+value is the evaluation loss, lower is better; for bert the masked-LM accuracy, higher is
+better). `init_start` lines (one per rank in some logs) mark where the implementation
+begins model initialisation, which the rules let run before the clock.
 
 Rules used:
 
@@ -40,7 +42,13 @@ Rules used:
   result summarizer (the olympic average times `scaling_factor` from `scaling.json` when
   the submission folder has one). It is computed only when the excerpts hold at least the
   rules' minimum number of runs for the benchmark. It is not RCP-checked here and is labelled
-  as computed from the logs, not as the published figure.
+  as computed from the logs, not as the published figure. `score_standard_error_minutes`
+  (the kept runs' standard error of the mean, times the scaling factor) says how many of
+  its digits the runs support.
+- `init_minutes`: the logged initialisation before the clock, `(run_start time_ms - first
+  init_start time_ms) / 60000`: the rules let it happen off the clock, a rental bills it.
+- `framework`: the software stack as the submitter describes it in the system JSON, so
+  rows of different stacks are labelled and not compared as if only the hardware differed.
 """
 
 from __future__ import annotations
@@ -74,6 +82,11 @@ BENCHMARK_RULES: dict[str, dict[str, str]] = {
         "rules_problem": "Large language model Fine Tune (LoRA)",
         "compliance_excerpt": "closed_llama2_70b_lora.yaml.excerpt",
     },
+    "bert": {
+        "rules_model": "BERT",
+        "rules_problem": "NLP",
+        "compliance_excerpt": "closed_bert.yaml.excerpt",
+    },
 }
 RULES_EXCERPT = "training_rules.adoc.excerpt"
 
@@ -89,12 +102,15 @@ COLUMNS = (
     "accelerators_per_node",
     "number_of_nodes",
     "accelerator_count",
+    "framework",
     "run",
+    "init_start_time_ms",
     "run_start_time_ms",
     "run_stop_time_ms",
     "time_to_train_ms",
     "minutes_to_train",
     "gpu_hours_to_target",
+    "init_minutes",
     "status",
     "quality_metric",
     "quality_target",
@@ -208,6 +224,22 @@ def minutes_between(run_start_ms: float, run_stop_ms: float) -> float:
     return (run_stop_ms - run_start_ms) / 60000
 
 
+def init_minutes(init_start_ms: float | None, run_start_ms: float) -> float | None:
+    """Logged initialisation before the clock, minutes: (run_start time_ms - first
+    init_start time_ms) / 60000, rounded to 4 decimals; None without an init_start line.
+
+    The rules (`training_rules.adoc`, "Run Results") let model initialisation run before
+    the clock starts, up to 30 minutes in the closed division: these minutes are billed
+    by a rental but not in the run's result. Anything before the first init_start
+    (container start, data staging, cache clearing) is not in them either.
+    """
+    if init_start_ms is None:
+        return None
+    if init_start_ms > run_start_ms:
+        raise LogError("init_start is after run_start")
+    return round((run_start_ms - init_start_ms) / 60000, 4)
+
+
 def read_run(path: Path) -> dict[str, Any]:
     """run_start / run_stop times, status and quality lines of one result log.
 
@@ -232,7 +264,10 @@ def read_run(path: Path) -> dict[str, Any]:
     if stop_ms < start_ms:
         raise LogError("run_stop is before run_start")
     benchmarks = {e["value"] for e in events if e["key"] == "submission_benchmark"}
+    # Every rank may log init_start; initialisation begins with the first of them.
+    inits = [_time_ms(e) for e in events if e["key"] == "init_start"]
     return {
+        "init_start_time_ms": min(inits) if inits else None,
         "run_start_time_ms": start_ms,
         "run_stop_time_ms": stop_ms,
         "status": status,
@@ -349,10 +384,31 @@ def _source(sources: dict[str, dict[str, str]], path: Path, root: Path) -> dict[
     return sources[rel]
 
 
+def _kept(minutes: list[float], failed: int) -> list[float]:
+    """The runs the score averages: the fastest and the slowest dropped; a failed run is
+    the slowest."""
+    return sorted(minutes)[1 : len(minutes) - (1 - failed)]
+
+
 def _olympic(minutes: list[float], failed: int) -> float | None:
     """Mean after dropping the fastest and the slowest run; a failed run is the slowest."""
-    kept = sorted(minutes)[1 : len(minutes) - (1 - failed)]
+    kept = _kept(minutes, failed)
     return sum(kept) / len(kept) if kept else None
+
+
+def standard_error(kept: list[float]) -> float | None:
+    """Standard error of the mean of the kept runs: s / sqrt(k), s the sample standard
+    deviation (k - 1 in the denominator) of the k kept runs.
+
+    It treats the kept runs as independent draws, which trimming the fastest and slowest
+    is not exactly: a guide to how many digits of the score the runs support, not a
+    confidence interval. None with fewer than two runs.
+    """
+    k = len(kept)
+    if k < 2:
+        return None
+    mean = sum(kept) / k
+    return (sum((x - mean) ** 2 for x in kept) / (k - 1)) ** 0.5 / k**0.5
 
 
 def build(root: Path = ROOT) -> dict[str, Any]:
@@ -383,6 +439,7 @@ def build(root: Path = ROOT) -> dict[str, Any]:
             target = targets[key]
             result_files = sorted(bench_dir.glob("result_*.txt"), key=_run_number)
             run_minutes: list[float] = []
+            run_inits: list[float | None] = []
             failed = 0
             for result in result_files:
                 src = _source(sources, result, root)
@@ -420,6 +477,7 @@ def build(root: Path = ROOT) -> dict[str, Any]:
                     continue
                 minutes = minutes_between(run["run_start_time_ms"], stop)
                 run_minutes.append(minutes)
+                run_inits.append(init_minutes(run["init_start_time_ms"], run["run_start_time_ms"]))
                 reached = quality[-1]["value"]
                 rows.append(
                     {
@@ -434,12 +492,17 @@ def build(root: Path = ROOT) -> dict[str, Any]:
                         "accelerators_per_node": per_node,
                         "number_of_nodes": nodes,
                         "accelerator_count": count,
+                        "framework": desc["framework"],
                         "run": base["run"],
+                        "init_start_time_ms": run["init_start_time_ms"],
                         "run_start_time_ms": run["run_start_time_ms"],
                         "run_stop_time_ms": stop,
                         "time_to_train_ms": stop - run["run_start_time_ms"],
                         "minutes_to_train": round(minutes, 4),
                         "gpu_hours_to_target": round(minutes / 60 * count, 4),
+                        "init_minutes": init_minutes(
+                            run["init_start_time_ms"], run["run_start_time_ms"]
+                        ),
                         "status": run["status"],
                         "quality_metric": f"{target['metric']} ({target['label']})",
                         "quality_target": target["text"],
@@ -462,6 +525,8 @@ def build(root: Path = ROOT) -> dict[str, Any]:
                     failed,
                     target,
                     count,
+                    desc["framework"],
+                    run_inits,
                     lambda path: _source(sources, path, root),
                 )
             )
@@ -492,6 +557,8 @@ def _submission(
     failed: int,
     target: dict[str, Any],
     count: int,
+    framework: str,
+    run_inits: list[float | None],
     source_of: Callable[[Path], dict[str, str]],
 ) -> dict[str, Any]:
     """Benchmark result (olympic mean x scaling factor) where the excerpts allow it."""
@@ -503,6 +570,7 @@ def _submission(
         scaling = float(json.loads(scaling_path.read_text(encoding="utf-8"))["scaling_factor"])
         scaling_source = source_of(scaling_path)["path"]
     score = None
+    error = None
     if len(result_files) < target["min_runs"]:
         note = f"{len(result_files)} result files, fewer than the rules' {target['min_runs']}"
     elif failed > 1:
@@ -513,6 +581,8 @@ def _submission(
             note = "no runs left after dropping fastest and slowest"
         else:
             score = olympic * scaling
+            sem = standard_error(_kept(run_minutes, failed))
+            error = None if sem is None else sem * scaling
             note = "computed from the logs (olympic mean x scaling_factor); not RCP-checked here"
     return {
         "benchmark": benchmark,
@@ -520,6 +590,7 @@ def _submission(
         "submitter": submitter,
         "system": system,
         "accelerator_count": count,
+        "framework": framework,
         "result_files": len(result_files),
         "successful_runs": len(run_minutes),
         "min_runs": target["min_runs"],
@@ -527,6 +598,11 @@ def _submission(
         "scaling_source_path": scaling_source,
         "score_minutes": None if score is None else round(score, 4),
         "score_gpu_hours": None if score is None else round(score / 60 * count, 4),
+        "score_standard_error_minutes": None if error is None else round(error, 4),
+        # mean logged initialisation of the successful runs; None unless every one has it
+        "mean_init_minutes": None
+        if not run_inits or any(x is None for x in run_inits)
+        else round(sum(x for x in run_inits if x is not None) / len(run_inits), 4),
         "note": note,
     }
 
@@ -602,9 +678,12 @@ def time_to_target(table: dict[str, Any]) -> dict[str, Any]:
                 "system": sub["system"],
                 "accelerator": names.pop() if names else None,
                 "accelerator_count": sub["accelerator_count"],
+                "framework": sub["framework"],
                 "runs": sub["successful_runs"],
                 "score_minutes": sub["score_minutes"],
                 "score_gpu_hours": sub["score_gpu_hours"],
+                "score_standard_error_minutes": sub["score_standard_error_minutes"],
+                "mean_init_minutes": sub["mean_init_minutes"],
                 "fastest_run_minutes": min(minutes) if minutes else None,
                 "slowest_run_minutes": max(minutes) if minutes else None,
                 "quality_target": targets.pop() if targets else None,
@@ -620,7 +699,11 @@ def time_to_target(table: dict[str, Any]) -> dict[str, Any]:
             "and slowest dropped) x scaling_factor; score_gpu_hours = score_minutes / 60 x "
             "accelerator_count; fastest_run_minutes and slowest_run_minutes = the least and "
             "greatest minutes_to_train of the successful runs; runs = the successful runs; "
-            "null where the excerpts give no valid score"
+            "score_standard_error_minutes = sample standard deviation of the runs the score "
+            "averages / sqrt(their number) x scaling_factor; framework = the submitter's "
+            "software stack (system JSON); mean_init_minutes = mean over the successful runs "
+            "of (run_start - first init_start) / 60000, the logged initialisation the clock "
+            "leaves out; null where the excerpts give no valid score"
         ),
         "submissions": entries,
     }

@@ -9,6 +9,7 @@ from typing import Any
 from calculators.commands.declaration import Args, Calculator, Input
 from calculators.limits import MAX_PRICE_PER_GPU_HOUR
 from calculators.planning.target_cost import (
+    DEFAULT_BENCHMARK,
     PACKAGE_DAYS,
     benchmarks,
     parse_prices,
@@ -23,11 +24,14 @@ EXAMPLE_PRICES = "H100=3.99\nH200=4.99\nA100=1.99\nGaudi=1.50"
 _HEAD = [
     "option",
     "accelerators",
+    "software stack",
     "USD per acc-hour",
     "GPU-hours to target",
     "USD to target",
     "USD fastest-slowest run",
     "minutes to target",
+    "logged init, minutes",
+    "USD per run with init",
 ]
 _PACKAGE_HEAD = ["option", *(f"runs in {d} days" for d in PACKAGE_DAYS)]
 
@@ -44,6 +48,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         "accelerators": list(r.accelerators),
         "options": [asdict(o) for o in r.options],
         "cheapest": r.cheapest,
+        "tied_with_cheapest": list(r.tied_with_cheapest),
         "warnings": list(r.warnings),
         "notes": list(r.notes),
     }
@@ -62,22 +67,28 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     return data, "\n".join(text)
 
 
-def _usd(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.2f}"
+def _usd(value: float | None, decimals: int | None = 2) -> str:
+    return "-" if value is None or decimals is None else f"{value:,.{decimals}f}"
 
 
 def _rows(options: list[dict[str, Any]]) -> list[list[str]]:
+    """One line per option, each figure to the digits its runs support (`usd_decimals`,
+    `gpu_hours_decimals`, `minutes_decimals`); the price as given, to the cent."""
     return [
         [
             o["id"],
             f"{o['accelerator']} x {o['accelerator_count']}",
+            o["framework"] or "not stated",
             _usd(o["price_per_accelerator_hour"]),
-            f"{o['gpu_hours_to_target']:,.2f}",
-            _usd(o["cost_to_target_usd"]),
+            f"{o['gpu_hours_to_target']:,.{o['gpu_hours_decimals']}f}",
+            _usd(o["cost_to_target_usd"], o["usd_decimals"]),
             "-"
             if o["fastest_run_cost_usd"] is None
-            else f"{o['fastest_run_cost_usd']:,.2f}-{o['slowest_run_cost_usd']:,.2f}",
-            f"{o['wall_minutes']:,.1f}",
+            else f"{_usd(o['fastest_run_cost_usd'], o['usd_decimals'])}-"
+            f"{_usd(o['slowest_run_cost_usd'], o['usd_decimals'])}",
+            f"{o['wall_minutes']:,.{o['minutes_decimals']}f}",
+            "-" if o["init_minutes"] is None else f"{o['init_minutes']:,.2f}",
+            _usd(o["cost_with_init_usd"], o["usd_decimals"]),
         ]
         for o in options
     ]
@@ -92,10 +103,18 @@ def _cheapest(r: dict[str, Any]) -> str:
         return "No option has a price: give NAME=USD_PER_HOUR lines or a default price."
     best = next(o for o in r["options"] if o["id"] == r["cheapest"])
     return (
-        f"Cheapest to the target at these prices: {best['id']}, "
-        f"{best['cost_to_target_usd']:,.2f} USD ({best['gpu_hours_to_target']:,.2f} "
+        f"Cheapest to the target at these prices: {best['id']} "
+        f"({best['accelerator_count']} accelerators, {best['framework'] or 'stack not stated'}), "
+        f"{_usd(best['cost_to_target_usd'], best['usd_decimals'])} USD "
+        f"({best['gpu_hours_to_target']:,.{best['gpu_hours_decimals']}f} "
         f"accelerator-hours x {best['price_per_accelerator_hour']:,.2f} USD), "
-        f"{best['wall_minutes']:,.1f} minutes."
+        f"{best['wall_minutes']:,.{best['minutes_decimals']}f} minutes."
+        + (
+            f" Within two standard errors of it, so not told apart by the published runs: "
+            f"{', '.join(r['tied_with_cheapest'])}."
+            if r["tied_with_cheapest"]
+            else ""
+        )
     )
 
 
@@ -111,7 +130,7 @@ def html(r: dict[str, Any]) -> str:
                 for o in priced
             ],
             title="Cost to the quality target at your prices",
-            value_format=lambda v: f"{v:,.2f} USD",
+            value_format=lambda v: f"{v:,.3g} USD",
             unit_label="USD to target (GPU-hours to target x price per accelerator-hour)",
         )
         if priced
@@ -171,9 +190,10 @@ CALCULATOR = Calculator(
             name="benchmark",
             label="Benchmark",
             kind="choice",
-            default=_BENCHMARKS[0],
+            default=DEFAULT_BENCHMARK if DEFAULT_BENCHMARK in _BENCHMARKS else _BENCHMARKS[0],
             choices=_BENCHMARKS,
-            help="MLPerf Training benchmark whose published rows are priced.",
+            help="MLPerf Training benchmark whose published rows are priced; compare "
+            "systems of one size and one software stack.",
         ),
     ),
     run=run,

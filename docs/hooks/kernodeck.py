@@ -349,53 +349,153 @@ def _mlperf_table(docs_dir: Path) -> dict[str, Any]:
         raise PluginError(f"{path}: {e} (python -m benchmarks.mlperf.raw_table)") from None
 
 
-def _mlperf(docs_dir: Path) -> str:
-    """The published time-to-train rows (`benchmarks/mlperf/raw_table.py`): the
-    submissions' scores with GPU-hours to target, a chart of them, every run collapsed."""
+def _mlperf(docs_dir: Path, arg: str = "") -> str:
+    """The published time-to-train rows (`benchmarks/mlperf/raw_table.py`).
+
+    `[[mlperf]]`: per benchmark, the submissions grouped by system size and labelled by
+    software stack, each score to the digits its runs support (`shown_decimals` of its
+    standard error), a chart of GPU-hours per benchmark, every run collapsed.
+    `[[mlperf scaling]]`: one sentence per pair of submissions that share benchmark,
+    accelerator and stack at two system sizes (`scaling_pairs`).
+    `[[mlperf untimed]]`: per benchmark, the least and the greatest logged initialisation
+    before the clock (`mean_init_minutes`) as a share of the timed score."""
+    from calculators.planning.target_cost import scaling_pairs, shown_decimals, submissions
+
+    if arg.strip() == "untimed":
+        lines = []
+        for bench in sorted({s.benchmark for s in submissions()}):
+            known = sorted(
+                (
+                    s
+                    for s in submissions()
+                    if s.benchmark == bench and s.score_minutes and s.mean_init_minutes is not None
+                ),
+                key=lambda s: s.mean_init_minutes / s.score_minutes,  # type: ignore[operator]
+            )
+            if len(known) < 2:
+                continue
+            lo, hi = known[0], known[-1]
+            assert lo.mean_init_minutes is not None and hi.mean_init_minutes is not None
+            assert lo.score_minutes and hi.score_minutes
+            low = lo.mean_init_minutes / lo.score_minutes
+            lines.append(
+                f"- `{bench}`: from {lo.mean_init_minutes:,.2f} minutes ({escape(lo.id)}, "
+                f"{'under 1%' if low < 0.005 else f'{low:.0%}'} of its timed run) to "
+                f"{hi.mean_init_minutes:,.2f} minutes ({escape(hi.id)}, "
+                f"{hi.accelerator_count} accelerators, "
+                f"{hi.mean_init_minutes / hi.score_minutes:.0%} of its timed run)."
+            )
+        if not lines:
+            raise ValueError("no benchmark with two submissions that log init_start")
+        return "\n".join(lines) + "\n"
+
+    if arg.strip() == "scaling":
+        lines = []
+        for p in scaling_pairs():
+            sd = shown_decimals(p.speedup_standard_error)
+            rd = shown_decimals(p.gpu_hours_ratio_standard_error)
+            lines.append(
+                f"- `{p.benchmark}`, {escape(p.accelerator)}, one stack "
+                f"({escape(p.framework)}): {p.large_count} accelerators instead of "
+                f"{p.small_count} ({p.size_ratio:g} times as many) reached the target "
+                f"{p.speedup:,.{sd}f} times sooner, so the run took {p.gpu_hours_ratio:,.{rd}f} "
+                "times the GPU-hours."
+            )
+        if not lines:
+            raise ValueError("no pair of one stack at two system sizes in the table")
+        return "\n".join(lines) + "\n"
+    if arg.strip():
+        raise ValueError(
+            f"expected [[mlperf]], [[mlperf scaling]] or [[mlperf untimed]], got {arg!r}"
+        )
+
     data = _mlperf_table(docs_dir)
     subs = data["submissions"]
-    head = (
-        "| round | benchmark | submitter | system | accelerators | runs | minutes to target "
-        "(score) | GPU-hours to target |\n|---|---|---|---|---|---:|---:|---:|"
-    )
-    accel = {(r["submitter"], r["system"]): r["accelerator"] for r in data["rows"]}
-    rows = [
-        f"| {s['round']} | `{s['benchmark']}` | {escape(s['submitter'])} | "
-        f"{escape(s['system'])} | {escape(accel[(s['submitter'], s['system'])])} x "
-        f"{s['accelerator_count']} | {s['successful_runs']} of {s['result_files']} | "
-        f"{s['score_minutes']:,.2f} | {s['score_gpu_hours']:,.2f} |"
-        for s in subs
-    ]
-    chart = bar_chart_svg(
-        [
-            (
-                f"{s['submitter']} {s['system']} ({s['accelerator_count']} accelerators)",
-                s["score_gpu_hours"],
+    targets = {(t["round"], t["benchmark"]): t for t in data["targets"]}
+    accel = {(r["benchmark"], r["submitter"], r["system"]): r["accelerator"] for r in data["rows"]}
+    parts = []
+    for bench in sorted({s["benchmark"] for s in subs}):
+        group = [s for s in subs if s["benchmark"] == bench]
+        target = "; ".join(
+            sorted({targets[(s["round"], bench)]["text"] for s in group if s["round"]})
+        )
+        parts.append(f"#### `{bench}`: {escape(target)}\n")
+        for size in sorted({s["accelerator_count"] for s in group}):
+            rows = sorted(
+                (s for s in group if s["accelerator_count"] == size),
+                key=lambda s: (s["score_minutes"] is None, s["score_minutes"] or 0.0),
             )
-            for s in sorted(subs, key=lambda s: s["score_gpu_hours"])
-        ],
-        title="GPU-hours to the quality target, by system",
-        value_format=lambda v: f"{v:,.2f} GPU-hours",
-        unit_label="accelerator-hours to target (score minutes / 60 x accelerators)",
-    )
+            parts.append(
+                f"Systems of {size} accelerators:\n\n"
+                "| round | submitter | system | accelerators | software stack | runs | "
+                "minutes to target (score, &plusmn; standard error) | GPU-hours to target | "
+                "logged initialisation before the clock, minutes |"
+                "\n|---|---|---|---|---|---:|---:|---:|---:|"
+            )
+            for s in rows:
+                se = s["score_standard_error_minutes"]
+                d = shown_decimals(se)
+                h = shown_decimals(None if se is None else se / 60 * s["accelerator_count"])
+                score = (
+                    "no valid score"
+                    if s["score_minutes"] is None
+                    else f"{s['score_minutes']:,.{d}f}"
+                    + ("" if se is None else f" &plusmn; {se:,.{d}f}")
+                )
+                hours = "" if s["score_gpu_hours"] is None else f"{s['score_gpu_hours']:,.{h}f}"
+                init = "" if s["mean_init_minutes"] is None else f"{s['mean_init_minutes']:,.2f}"
+                parts.append(
+                    f"| {s['round']} | {escape(s['submitter'])} | {escape(s['system'])} | "
+                    f"{escape(accel.get((bench, s['submitter'], s['system']), ''))} x "
+                    f"{s['accelerator_count']} | {escape(s['framework'])} | "
+                    f"{s['successful_runs']} of {s['result_files']} | {score} | {hours} | "
+                    f"{init} |"
+                )
+            parts.append("")
+        scored = sorted(
+            (s for s in group if s["score_gpu_hours"] is not None),
+            key=lambda s: s["score_gpu_hours"],
+        )
+        chart = bar_chart_svg(
+            [
+                (
+                    f"{s['submitter']} {s['system']} ({s['accelerator_count']} accelerators)",
+                    s["score_gpu_hours"],
+                )
+                for s in scored
+            ],
+            title=f"{bench}: GPU-hours to the quality target, by system",
+            value_format=lambda v: f"{v:,.3g} GPU-hours",
+            unit_label="accelerator-hours to target (score minutes / 60 x accelerators)",
+        )
+        parts.append(
+            f'<figure class="kd-figure">{chart}<figcaption>{escape(bench)}: GPU-hours to '
+            "the target by system, from the scores above; bars of different system sizes "
+            "or stacks do not compare the hardware alone</figcaption></figure>\n"
+        )
     runs = [
-        "| submitter | system | run | minutes | GPU-hours | reached | source |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| benchmark | submitter | system | accelerators | run | minutes | GPU-hours | "
+        "reached | source |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
+    # One run is one measurement to the millisecond; two decimals of a minute are shown.
     runs += [
-        f"| {escape(r['submitter'])} | {escape(r['system'])} | {r['run']} | "
-        f"{r['minutes_to_train']:,.2f} | {r['gpu_hours_to_target']:,.2f} | "
-        f"{r['quality_reached']:.4f} | [{escape(r['source_repository'])}]"
+        f"| `{r['benchmark']}` | {escape(r['submitter'])} | {escape(r['system'])} | "
+        f"{r['accelerator_count']} | {r['run']} | {r['minutes_to_train']:,.2f} | "
+        f"{r['gpu_hours_to_target']:,.2f} | {r['quality_reached']:.4f} | "
+        f"[{escape(r['source_repository'])}]"
         f"(https://github.com/{r['source_repository']}/blob/{r['source_commit']}/"
         f"{r['source_path']}) |"
         for r in data["rows"]
     ]
     body = "\n".join(f"    {line}" for line in runs)
+    excluded = data.get("excluded") or []
+    note = "".join(
+        f"    Not a row: {escape(e['source_path'])}: {escape(e['reason'])}.\n\n" for e in excluded
+    )
     return (
-        "\n".join([head, *rows])
-        + f'\n\n<figure class="kd-figure">{chart}<figcaption>GPU-hours to the target by '
-        "system, from the scores above</figcaption></figure>\n\n"
-        + f'??? info "Every run ({len(data["rows"])} rows, each with its log)"\n\n{body}\n'
+        "\n".join(parts) + f'\n??? info "Every run ({len(data["rows"])} rows, each with its log; '
+        f'{len(excluded)} run(s) that did not reach the target)"\n\n{note}{body}\n'
     )
 
 
@@ -629,7 +729,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             if kind == "margins":
                 return margin_markdown(_margins(Path(config["docs_dir"])))
             if kind == "mlperf":
-                return _mlperf(Path(config["docs_dir"]))
+                return _mlperf(Path(config["docs_dir"]), arg)
             if kind == "serving-logs":  # public startup logs against the serve predictor
                 from calculators.serving.logs_page import serving_logs_markdown
 
