@@ -91,9 +91,17 @@ def test_json_contract_on_the_scikit_learn_example(tmp_path):
     assert (p["both_right"], p["both_wrong"]) == (1, 2)
     assert p["negative_flip_rate"] == pytest.approx(1 / 6)
     assert p["accuracy_change"] == pytest.approx(1 / 6)
-    # discordant 2 and 1: chi-square max(|2 - 1| - 1, 0)^2 / 3 = 0; exact p = 1
-    assert p["mcnemar"]["statistic"] == 0.0
-    assert p["mcnemar"]["p_value_exact"] == 1.0
+    # discordant 2 and 1: chi-square (|2 - 1| - 1)^2 / 3 = 0, uncorrected 1/3; exact p =
+    # 2 P(X <= 1 | 3) = 1; mid-p 1 - P(X = 1) = 1 - 3/8
+    m = p["mcnemar"]
+    assert (m["statistic"], m["p_value"]) == (0.0, 1.0)
+    assert m["statistic_uncorrected"] == 1 / 3
+    assert m["p_value_exact"] == 1.0 and m["p_value_mid"] == 5 / 8
+    # accuracy b - a = (2 - 1) / 6, each interval around it and within [-1, 1]
+    d = p["difference"]
+    assert d["estimate"] == pytest.approx(1 / 6) and d["confidence"] == 0.95
+    for name in ("wald", "bonett_price", "newcombe"):
+        assert -1 <= d[name]["low"] < 1 / 6 < d[name]["high"] <= 1
     assert p["regressions"] == [
         {"id": "4", "line": 5, "gold": "cat", "a": "cat", "b": "dog", "tag": ""}
     ]
@@ -269,6 +277,67 @@ def test_b_equal_to_a_has_no_flips_and_row_order_changes_nothing(rows, rnd):
             assert one.get(key) == two.get(key)
         for key in ("negative_flips", "positive_flips", "mcnemar", "by_class"):
             assert one["paired"][key] == two["paired"][key]
+
+
+# ---- per-example scores: the paired bootstrap -----------------------------------------------
+
+
+SCORE_ROWS = [("1", "0.5", "0.75"), ("2", "1", "1"), ("3", "0", "0.5"), ("4", "0.25", "0")]
+
+
+def test_scores_task_means_counts_and_bootstrap(tmp_path):
+    path = write_csv(tmp_path, SCORE_ROWS, header=("id", "a", "b"))
+    r = run_json("--predictions", path, "--task", "scores", "--resamples", "500", "--seed", "3")
+    assert r["task"] == "scores" and r["n"] == 4
+    # a: (0.5 + 1 + 0 + 0.25) / 4; b: (0.75 + 1 + 0.5 + 0) / 4
+    assert r["a"] == {"field": "a", "n": 4, "mean": 0.4375}
+    assert r["b"] == {"field": "b", "n": 4, "mean": 0.5625}
+    p = r["paired"]
+    assert (p["b_higher"], p["a_higher"], p["equal"]) == (2, 1, 1)
+    assert p["mean_difference"] == 0.125
+    s = p["bootstrap"]
+    assert (s["resamples"], s["seed"], s["confidence"]) == (500, 3, 0.95)
+    # the differences are 0.25, 0, 0.5, -0.25: every resampled mean lies between
+    assert -0.25 <= s["low"] <= s["high"] <= 0.5 and 0 < s["p_value"] <= 1
+    again = run_json("--predictions", path, "--task", "scores", "--resamples", "500", "--seed", "3")
+    assert again == r
+    assert r["notes"] and "percentile interval is too short" in r["notes"][0]
+    assert "taxonomy" not in r and "gold" not in json.dumps(r)
+
+
+def test_scores_task_jsonl_numbers_text_and_page(tmp_path):
+    rows = [{"id": i, "a": float(a), "b": b} for i, a, b in SCORE_ROWS]
+    r = run_json("--predictions", write_jsonl(tmp_path, rows), "--task", "scores")
+    assert r["a"]["mean"] == 0.4375 and r["paired"]["bootstrap"]["resamples"] == 2_000
+    status, out, _ = run("--predictions", write_jsonl(tmp_path, rows), "--task", "scores")
+    assert status == 0 and "Mean score b - a: +0.125" in out and "paired bootstrap" in out
+    page = CALCULATORS["compare"].html(r)
+    assert "Paired bootstrap of the mean difference" in page
+    assert tables(r) == {}
+    assert scores_csv(r).splitlines() == ["model,field,mean,n", "a,a,0.4375,4", "b,b,0.5625,4"]
+
+
+def test_scores_task_without_b_gives_the_mean_only(tmp_path):
+    path = write_csv(tmp_path, [("1", "2"), ("2", "4")], header=("id", "a"))
+    r = run_json("--predictions", path, "--task", "scores")
+    assert r["a"]["mean"] == 3.0 and "paired" not in r and "b" not in r
+
+
+def test_error_score_that_is_not_a_number(tmp_path):
+    path = write_csv(tmp_path, [("1", "0.5", "0.7"), ("2", "high", "0.1")], header=("id", "a", "b"))
+    line = error_line("--predictions", path, "--task", "scores")
+    assert "p.csv line 3" in line and "'a'" in line and "number" in line
+    path = write_jsonl(tmp_path, [{"id": 1, "a": 0.5, "b": True}])
+    line = error_line("--predictions", path, "--task", "scores")
+    assert "p.jsonl line 1" in line and "'b'" in line
+
+
+def test_error_scores_bounds_and_cost(tmp_path):
+    path = write_csv(tmp_path, SCORE_ROWS, header=("id", "a", "b"))
+    line = error_line("--predictions", path, "--task", "scores", "--resamples", "10")
+    assert "resamples" in line and "100" in line
+    line = error_line("--predictions", path, "--task", "scores", "--cost", "x=1")
+    assert "cost" in line and "scores" in line
 
 
 # ---- ranking the next experiment: --cost TAG=GPU_HOURS -----------------------------------

@@ -1,16 +1,27 @@
 """compare: two models' predictions on one file, against the reference: classification
-scores, the confusion matrix, flips and McNemar's test, the error taxonomy, or field-level
-scores of structured extraction (`calculators.evaluation`)."""
+scores, the confusion matrix, flips, McNemar's test and an interval on the accuracy
+change, the error taxonomy, or field-level scores of structured extraction; or two
+models' per-example scores of free-text outputs, with the paired bootstrap
+(`calculators.evaluation`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from math import fsum
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
 from calculators.commands.shared import UsageError
 from calculators.errors import InputError, shown
+from calculators.evaluation.bootstrap import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MAX_RESAMPLES,
+    MIN_RESAMPLES,
+    PairedScores,
+    paired_bootstrap,
+)
 from calculators.evaluation.classification import (
     MAX_LABELS,
     LabelledPredictions,
@@ -27,6 +38,7 @@ from calculators.evaluation.paired import (
     flips_by_class,
     mcnemar,
     negative_flip_rate,
+    paired_difference,
     paired_table,
 )
 from calculators.evaluation.records import Row, read_rows, row_id
@@ -51,7 +63,7 @@ from calculators.web.render import (
 from calculators.web.text import csv_row
 
 FILE = "predictions"
-TASKS = ("classification", "extraction")
+TASKS = ("classification", "extraction", "scores")
 # Regressions and improvements listed in the page and the plain-text output; the JSON
 # and the CSV download hold them all.
 SHOWN_FLIPS = 50
@@ -60,6 +72,9 @@ SHOWN_CLASSES = 200
 # Rows between two progress reports while a column is read.
 PROGRESS_EVERY = 20_000
 _FIELD_INPUTS = ("id_field", "gold_field", "a_field", "b_field", "tag_field")
+# The scores task reads no reference: below this many examples its percentile interval
+# is too short (Efron and Tibshirani 1993, chapter 13: first-order accurate).
+FEW_SCORED = 30
 
 
 # ---- reading the file --------------------------------------------------------------------
@@ -88,6 +103,19 @@ def _label(row: Row, field: str, seen: set[str], *, reference: bool = False) -> 
             )
         seen.add(label)
     return label
+
+
+def _score(row: Row, field: str) -> float:
+    """A per-example score: a JSON number, or text holding a finite number."""
+    value = row.values[field]
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise row.error(FILE, f"field {field!r} must be a number (a score), got {shown(value)}")
+    try:
+        return parse_float(field, value) if isinstance(value, str) else float(value)
+    except (InputError, OverflowError):
+        raise row.error(
+            FILE, f"field {field!r} must be a finite number (a score), got {shown(value)}"
+        ) from None
 
 
 def _column(rows: list[Row], read: Callable[[Row], Any], what: str) -> tuple[Any, ...]:
@@ -181,11 +209,13 @@ def _read(args: Args) -> tuple[list[Row], bool, bool]:
     """The rows, whether they have b, and whether they have tags. Duplicate ids and a b
     given on some rows only are errors naming both lines."""
     _check_field_names(args)
+    scores = args.task == "scores"  # no reference: the scores are the judgement
+    required = (args.id_field, args.a_field)
     rows = read_rows(
         args.predictions,
         input_name=FILE,
-        fields=(args.id_field, args.gold_field, args.a_field),
-        optional=(args.b_field, args.tag_field),
+        fields=required if scores else (args.id_field, args.gold_field, args.a_field),
+        optional=(args.b_field,) if scores else (args.b_field, args.tag_field),
     )
     first: dict[str, int] = {}
     for row in rows:
@@ -203,7 +233,7 @@ def _read(args: Args) -> tuple[list[Row], bool, bool]:
             f"field {args.b_field!r} is missing, and line {with_b[0].line} has it: give "
             "the candidate's prediction on every row or on none",
         )
-    has_tags = any(args.tag_field in row.values for row in rows)
+    has_tags = not scores and any(args.tag_field in row.values for row in rows)
     return rows, bool(with_b), has_tags
 
 
@@ -267,6 +297,46 @@ def _extraction_json(
     return data, s.correct
 
 
+def _difference_json(t: Any) -> dict[str, Any]:
+    d = paired_difference(t)
+    return {
+        "estimate": d.estimate,
+        "confidence": d.confidence,
+        "wald": vars(d.wald),
+        "bonett_price": vars(d.bonett_price),
+        "newcombe": vars(d.newcombe),
+    }
+
+
+def _scores_json(args: Args, rows: list[Row], has_b: bool) -> dict[str, Any]:
+    """The scores task: each model's mean score and, with b, the paired bootstrap of
+    mean(b) - mean(a) and how many examples each model scores higher on."""
+    a = _column(rows, lambda row: _score(row, args.a_field), "scores of a")
+    data: dict[str, Any] = {"a": {"field": args.a_field, "n": len(a), "mean": fsum(a) / len(a)}}
+    if not has_b:
+        return data
+    b = _column(rows, lambda row: _score(row, args.b_field), "scores of b")
+    data["b"] = {"field": args.b_field, "n": len(b), "mean": fsum(b) / len(b)}
+    boot = paired_bootstrap(
+        PairedScores(a_scores=a, b_scores=b),
+        resamples=DEFAULT_RESAMPLES if args.resamples is None else args.resamples,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
+    )
+    data["paired"] = {
+        "n": len(a),
+        "b_higher": sum(1 for x, y in zip(a, b, strict=True) if y > x),
+        "a_higher": sum(1 for x, y in zip(a, b, strict=True) if x > y),
+        "equal": sum(1 for x, y in zip(a, b, strict=True) if x == y),
+        "mean_difference": boot.mean_difference,
+        "bootstrap": {
+            k: v
+            for k, v in vars(boot).items()
+            if k not in ("n", "mean_a", "mean_b", "mean_difference")
+        },
+    }
+    return data
+
+
 def _paired(
     args: Args,
     rows: list[Row],
@@ -285,6 +355,7 @@ def _paired(
         "positive_flip_rate": t.positive_flips / t.n,
         "accuracy_change": (t.positive_flips - t.negative_flips) / t.n,
         "mcnemar": vars(mcnemar(t)),
+        "difference": _difference_json(t),
     }
     if args.task == "classification":
         out["by_class"] = {k: vars(v) for k, v in flips_by_class(o, gold).items()}
@@ -346,8 +417,11 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     recall|f1|support`, `extra_field_values`, `invalid`, `invalid_rate`, `missing`,
     `missing_field_rate`. With b, `paired`: `n`, `both_right`, `negative_flips`,
     `positive_flips`, `both_wrong`, `negative_flip_rate`, `positive_flip_rate`,
-    `accuracy_change`, `mcnemar.statistic|p_value|p_value_exact|log10_p_value_exact|
-    discordant`, `by_class.LABEL.support|negative|positive` (classification), and
+    `accuracy_change`, `mcnemar.statistic|p_value` (continuity-corrected, as statsmodels),
+    `mcnemar.statistic_uncorrected|p_value_uncorrected|p_value_exact|log10_p_value_exact|
+    p_value_mid|log10_p_value_mid|discordant`, `difference.estimate|confidence` and
+    `difference.wald|bonett_price|newcombe.low|high` (intervals on accuracy b - a),
+    `by_class.LABEL.support|negative|positive` (classification), and
     `regressions` / `improvements`: lists of {id, line, gold, a, b, tag}. With a tag
     field in the file, `taxonomy`: `a_errors`, `tagged_errors`,
     `tags.TAG.errors|share|ceiling|fixed|remaining`, `new_errors`, `new_errors_by_tag`,
@@ -355,6 +429,10 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     (None for a tag without a cost) and `ranking`: a list of {tag, ceiling, gpu_hours,
     ceiling_per_gpu_hour, rank}, the costed tags by ceiling per GPU-hour, most first
     (`calculators.evaluation.taxonomy.experiment_ranking`; empty without --cost).
+    Task `scores` (no reference read): `a` and `b` hold `field`, `n`, `mean`; with b,
+    `paired`: `n`, `b_higher`, `a_higher`, `equal` (examples by which model scores
+    higher), `mean_difference` (mean b - mean a) and `bootstrap.resamples|seed|
+    confidence|low|high|p_value|b_better_share` (`calculators.evaluation.bootstrap`).
     `notes`: what to read with care.
     """
     if args.task not in TASKS:
@@ -362,6 +440,8 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             f"--task must be one of {', '.join(TASKS)}, got {shown(args.task)}", "task"
         )
     costs = _costs(args.cost)
+    if costs is not None and args.task == "scores":
+        raise InputError("cost", "cost ranks error tags, and the scores task has no errors to tag")
     rows, has_b, has_tags = _read(args)
     if costs is not None and not has_tags:
         raise InputError(
@@ -373,6 +453,10 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     if has_tags:
         tags = _column(rows, lambda row: _tags(row, args.tag_field), "tags")
     data: dict[str, Any] = {"task": args.task, "file": rows[0].file, "n": len(rows)}
+    if args.task == "scores":
+        data.update(_scores_json(args, rows, has_b))
+        data["notes"] = _notes(data)
+        return data, _text(data)
     gold: tuple[Any, ...]
     a: tuple[Any, ...]
     b: tuple[Any, ...] = ()
@@ -409,10 +493,18 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
 
 def _notes(r: dict[str, Any]) -> list[str]:
     notes = []
+    if r["task"] == "scores":
+        if "paired" in r and r["n"] < FEW_SCORED:
+            notes.append(
+                f"only {r['n']} examples: the bootstrap's percentile interval is too short "
+                f"below about {FEW_SCORED}"
+            )
+        return notes
     if "paired" in r and r["paired"]["mcnemar"]["discordant"] < 25:
         notes.append(
             f"only {r['paired']['mcnemar']['discordant']} examples differ between a and b: "
-            "read the exact p-value, the chi-square approximation is poor below about 25"
+            "read the mid-p (or exact) p-value, the chi-square approximation is poor below "
+            "about 25"
         )
     if "taxonomy" in r and r["taxonomy"]["a_errors"] == 0:
         notes.append("a makes no error: there is nothing for the tags to describe")
@@ -441,6 +533,10 @@ def _models(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _score_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    if r["task"] == "scores":
+        head = ["model", "field", "mean score", "examples"]
+        rows = [[name, m["field"], f"{m['mean']:.4g}", f"{m['n']:,}"] for name, m in _models(r)]
+        return head, rows
     if r["task"] == "classification":
         head = ["model", "field", "accuracy", "macro F1", "micro F1", "errors"]
         rows = [
@@ -510,10 +606,43 @@ def _paired_rows(p: dict[str, Any]) -> list[list[str]]:
 def _mcnemar_line(p: dict[str, Any]) -> str:
     m = p["mcnemar"]
     return (
-        f"McNemar: {m['discordant']:,} discordant examples, chi-square (continuity-corrected) "
-        f"{m['statistic']:.4g}, p {m['p_value']:.4g}; exact p "
-        f"{_p(m['p_value_exact'], m['log10_p_value_exact'])}"
+        f"McNemar: {m['discordant']:,} discordant examples; mid-p "
+        f"{_p(m['p_value_mid'], m['log10_p_value_mid'])}; exact p "
+        f"{_p(m['p_value_exact'], m['log10_p_value_exact'])}; chi-square "
+        f"{m['statistic_uncorrected']:.4g}, p {m['p_value_uncorrected']:.4g}; "
+        f"continuity-corrected {m['statistic']:.4g}, p {m['p_value']:.4g}"
     )
+
+
+def _interval(i: dict[str, float]) -> str:
+    return f"[{i['low']:+.4f}, {i['high']:+.4f}]"
+
+
+def _difference_line(p: dict[str, Any]) -> str:
+    d = p["difference"]
+    return (
+        f"Accuracy b - a: {d['estimate']:+.4f}, {d['confidence']:.0%} interval "
+        f"{_interval(d['newcombe'])} (Newcombe), {_interval(d['bonett_price'])} "
+        f"(Bonett-Price), {_interval(d['wald'])} (Wald)"
+    )
+
+
+def _bootstrap_line(p: dict[str, Any]) -> str:
+    s = p["bootstrap"]
+    return (
+        f"Mean score b - a: {p['mean_difference']:+.4g}, {s['confidence']:.0%} percentile "
+        f"interval [{s['low']:+.4g}, {s['high']:+.4g}], p {s['p_value']:.4g} (paired "
+        f"bootstrap, {s['resamples']:,} resamples, seed {s['seed']}); b higher on "
+        f"{p['b_higher']:,} examples, a on {p['a_higher']:,}, equal on {p['equal']:,}"
+    )
+
+
+def _scores_text(r: dict[str, Any]) -> str:
+    out = [f"{r['file']}: {r['n']:,} examples, scores", "", table(*_score_rows(r))]
+    if "paired" in r:
+        out += ["", _bootstrap_line(r["paired"])]
+    out += [f"Note: {n}" for n in r["notes"]]
+    return "\n".join(out)
 
 
 def _flip_rows(flips: list[dict[str, Any]], limit: int) -> list[list[str]]:
@@ -563,6 +692,8 @@ RANKING_NOTE = (
 
 
 def _text(r: dict[str, Any]) -> str:
+    if r["task"] == "scores":
+        return _scores_text(r)
     out = [f"{r['file']}: {r['n']:,} examples, {r['task']}", ""]
     out.append(table(*_score_rows(r)))
     if "paired" in r:
@@ -573,6 +704,7 @@ def _text(r: dict[str, Any]) -> str:
             f"Negative flips (a right, b wrong): {p['negative_flips']:,}, rate "
             f"{_f(p['negative_flip_rate'])}; positive flips: {p['positive_flips']:,}; "
             f"accuracy change b - a: {p['accuracy_change']:+.4f}",
+            _difference_line(p),
             _mcnemar_line(p),
         ]
     out += ["", table(*_class_rows(r))]
@@ -615,15 +747,27 @@ def _text(r: dict[str, Any]) -> str:
 
 
 def _head(r: dict[str, Any]) -> str:
+    if r["task"] == "scores":
+        parts = [f"{r['n']:,} examples; a: mean score {r['a']['mean']:.4g}"]
+        if "b" in r:
+            p, s = r["paired"], r["paired"]["bootstrap"]
+            parts.append(
+                f"b: {r['b']['mean']:.4g} ({p['mean_difference']:+.4g}, "
+                f"{s['confidence']:.0%} interval [{s['low']:+.4g}, {s['high']:+.4g}]), "
+                f"paired bootstrap p {s['p_value']:.4g}"
+            )
+        return "; ".join(parts) + "."
     what = "accuracy" if r["task"] == "classification" else "exact match"
     parts = [f"{r['n']:,} examples; a: {what} {r['a']['accuracy']:.4f}"]
     if "b" in r:
         p = r["paired"]
         m = p["mcnemar"]
         parts.append(
-            f"b: {r['b']['accuracy']:.4f} ({p['accuracy_change']:+.4f}), "
+            f"b: {r['b']['accuracy']:.4f} ({p['accuracy_change']:+.4f}, "
+            f"{p['difference']['confidence']:.0%} interval "
+            f"{_interval(p['difference']['newcombe'])}), "
             f"{p['negative_flips']:,} negative and {p['positive_flips']:,} positive flips, "
-            f"exact McNemar p {_p(m['p_value_exact'], m['log10_p_value_exact'])}"
+            f"McNemar mid-p {_p(m['p_value_mid'], m['log10_p_value_mid'])}"
         )
     if "taxonomy" in r and r["taxonomy"]["ranking"]:
         first = r["taxonomy"]["ranking"][0]
@@ -634,7 +778,44 @@ def _head(r: dict[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
+def _scores_html(r: dict[str, Any]) -> str:
+    parts = [summary(_head(r)), html_table(*_score_rows(r), caption="Mean scores")]
+    if "paired" in r:
+        p, s = r["paired"], r["paired"]["bootstrap"]
+        parts.append(
+            bar_chart_svg(
+                [
+                    ("examples where a scores higher", p["a_higher"]),
+                    ("examples where b scores higher", p["b_higher"]),
+                    ("examples scored equal", p["equal"]),
+                ],
+                title="per-example comparison of a and b",
+                value_format=lambda v: f"{v:,}",
+                unit_label="examples",
+            )
+        )
+        parts.append(
+            html_table(
+                ["quantity", "value"],
+                [
+                    ["mean score b - a", f"{p['mean_difference']:+.4g}"],
+                    [
+                        f"{s['confidence']:.0%} percentile interval",
+                        f"[{s['low']:+.4g}, {s['high']:+.4g}]",
+                    ],
+                    ["two-sided p-value (shift method)", f"{s['p_value']:.4g}"],
+                    ["resamples with b ahead", f"{s['b_better_share']:.1%}"],
+                    ["resamples, seed", f"{s['resamples']:,}, {s['seed']}"],
+                ],
+                caption="Paired bootstrap of the mean difference",
+            )
+        )
+    return "".join(parts)
+
+
 def html(r: dict[str, Any]) -> str:
+    if r["task"] == "scores":
+        return _scores_html(r)
     parts = [summary(_head(r))]  # the page adds the notes under the result
     parts.append(html_table(*_score_rows(r), caption="Scores"))
     if "paired" in r:
@@ -653,19 +834,31 @@ def html(r: dict[str, Any]) -> str:
         parts.append(
             html_table(["", "b right", "b wrong"], _paired_rows(p), caption="Paired outcomes")
         )
-        m = p["mcnemar"]
+        m, conf = p["mcnemar"], p["difference"]["confidence"]
         parts.append(
             html_table(
                 ["quantity", "value"],
                 [
                     ["negative flip rate", _f(p["negative_flip_rate"])],
                     ["accuracy change b - a", f"{p['accuracy_change']:+.4f}"],
+                    [
+                        f"{conf:.0%} interval, Newcombe square-and-add",
+                        _interval(p["difference"]["newcombe"]),
+                    ],
+                    [
+                        f"{conf:.0%} interval, Bonett-Price adjusted Wald",
+                        _interval(p["difference"]["bonett_price"]),
+                    ],
+                    [f"{conf:.0%} interval, Wald", _interval(p["difference"]["wald"])],
                     ["discordant examples", f"{m['discordant']:,}"],
-                    ["McNemar chi-square (continuity-corrected)", f"{m['statistic']:.4g}"],
-                    ["its p-value", f"{m['p_value']:.4g}"],
+                    ["mid-p value", _p(m["p_value_mid"], m["log10_p_value_mid"])],
                     ["exact p-value", _p(m["p_value_exact"], m["log10_p_value_exact"])],
+                    ["McNemar chi-square", f"{m['statistic_uncorrected']:.4g}"],
+                    ["its p-value", f"{m['p_value_uncorrected']:.4g}"],
+                    ["chi-square, continuity-corrected", f"{m['statistic']:.4g}"],
+                    ["its p-value", f"{m['p_value']:.4g}"],
                 ],
-                caption="McNemar's test",
+                caption="The accuracy change and McNemar's test",
             )
         )
     if r["task"] == "classification":
@@ -758,7 +951,12 @@ def _confusion_csv(c: dict[str, Any]) -> str:
 
 
 def scores_csv(r: dict[str, Any]) -> str:
-    """Per class (or per field) and model: precision, recall, F1 and support."""
+    """Per class (or per field) and model: precision, recall, F1 and support; for the
+    scores task, each model's mean score."""
+    if r["task"] == "scores":
+        return csv_row(["model", "field", "mean", "n"]) + "".join(
+            csv_row([name, m["field"], m["mean"], m["n"]]) for name, m in _models(r)
+        )
     key = "per_class" if r["task"] == "classification" else "fields"
     lines = [
         csv_row(
@@ -789,6 +987,8 @@ def tables(r: dict[str, Any]) -> dict[str, str]:
     """The CSV downloads: the regressions and improvements (with b), each model's
     confusion matrix (classification), the ranking of the next experiment (with costs)."""
     out: dict[str, str] = {}
+    if r["task"] == "scores":
+        return out
     if "taxonomy" in r and r["taxonomy"]["ranking"]:
         out["ranking"] = _ranking_csv(r["taxonomy"]["ranking"])
     if "paired" in r:
@@ -808,7 +1008,7 @@ CALCULATOR = Calculator(
     name="compare",
     title="Prediction comparison",
     summary="Two models' predictions on one file: scores, confusion, flips, McNemar, "
-    "error taxonomy.",
+    "error taxonomy; or per-example scores, with the paired bootstrap.",
     help="compare two models' predictions: scores, flips, McNemar, taxonomy",
     inputs=(
         Input(
@@ -827,7 +1027,9 @@ CALCULATOR = Calculator(
             kind="choice",
             default="classification",
             choices=TASKS,
-            help="classification: labels; extraction: JSON objects compared field by field.",
+            help="classification: labels; extraction: JSON objects compared field by field; "
+            "scores: a number per example for each model (a token F1, a ROUGE, a judge's "
+            "grade), compared by the paired bootstrap; the reference field is not read.",
         ),
         _field("id_field", "id", "Id field", "The field (column) holding each example's id."),
         _field("gold_field", "gold", "Reference field", "The field holding the reference."),
@@ -864,6 +1066,27 @@ CALCULATOR = Calculator(
             help="Extraction: compare strings after Unicode NFKC, case folding and "
             "whitespace collapsing.",
         ),
+        Input(
+            name="resamples",
+            label="Bootstrap resamples",
+            kind="int",
+            optional=True,
+            minimum=MIN_RESAMPLES,
+            maximum=MAX_RESAMPLES,
+            help=f"Scores: how many times the examples are drawn with replacement for the "
+            f"paired bootstrap; empty: {DEFAULT_RESAMPLES:,} (examples x resamples is "
+            "bounded).",
+        ),
+        Input(
+            name="seed",
+            label="Bootstrap seed",
+            kind="int",
+            optional=True,
+            minimum=0,
+            maximum=2**32 - 1,
+            help=f"Scores: the seed of the bootstrap's draws; empty: {DEFAULT_SEED}. The same "
+            "seed gives the same figures.",
+        ),
     ),
     run=run,
     html=html,
@@ -875,6 +1098,8 @@ CALCULATOR = Calculator(
         "tags": FILE,
         "a_correct": FILE,
         "b_correct": FILE,
+        "a_scores": FILE,
+        "b_scores": FILE,
     },
     order=16,
 )
