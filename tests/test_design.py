@@ -561,3 +561,42 @@ def test_the_same_nuisance_factor_twice_is_refused():
         tuned_settings([parse_nuisance("lr:3"), parse_nuisance("lr:2")])
     with pytest.raises(InputError, match="more than 10,000 runs"):
         tuned_settings([parse_nuisance(f"n{i}:100") for i in range(3)])
+
+
+# ---- nuisance trials: each run's best trial ----------------------------------------------
+
+
+def test_rows_with_trials_are_read_in_every_shape_and_mixed_rows_are_refused():
+    d = design([Factor("rank", ("8", "16")), Factor("data", ("web", "curated"))])
+    lines = [
+        (1, "run,rank,data,trial,seed,metric"),
+        (2, "1,8,web,lr=1e-4,0,2.0"),  # the run table's own row, trial filled
+        (3, "2,lr=1e-4,0,2.1"),  # run,trial,seed,metric
+    ]
+    rows = read_results(d, lines, "results", trials=True)
+    assert [(r.run, r.trial) for r in rows] == [(1, "lr=1e-4"), (2, "lr=1e-4")]
+    # run,seed,metric still reads (a best trial chosen already)
+    assert read_results(d, [(1, "3,0,2.2")], "results", trials=True)[0].trial == ""
+    with pytest.raises(InputError, match="a trial on every line or on none"):
+        effects(d, [(1, "0", 2.0, "a"), (2, "0", 2.0, "a"), (3, "0", 2.0), (4, "0", 2.0)])
+    with pytest.raises(InputError, match="no trial"):
+        read_results(d, [(1, "1,,0,2.0")], "results", trials=True)
+
+
+def test_a_one_factor_design_reads_four_cells_as_run_trial_seed_metric():
+    d = design([Factor("variant", ("control", "winner"))])
+    rows = read_results(d, [(1, "1,lr=3e-4,7,0.5")], "results", trials=True)
+    assert rows[0] == Result(run=1, seed="7", metric=0.5, line=1, trial="lr=3e-4")
+
+
+def test_trial_is_a_reserved_factor_name():
+    with pytest.raises(InputError, match="taken by the run table"):
+        Factor("trial", ("a", "b"))
+
+
+def test_the_same_seed_may_appear_once_per_trial():
+    d = design([Factor("variant", ("control", "winner"))])
+    rows = [(r, s, 1.0 + r, t) for r in (1, 2) for t in ("a", "b") for s in ("0", "1")]
+    assert effects(d, rows).best_trials == {1: "a", 2: "a"}
+    with pytest.raises(InputError, match="already on line"):
+        effects(d, [*rows, (1, "0", 3.0, "a")])

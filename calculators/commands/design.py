@@ -11,10 +11,13 @@ from calculators.commands.shared import PRICE, UsageError
 from calculators.errors import shown
 from calculators.limits import MAX_GPU_HOURS_PER_RUN, MAX_GPUS
 from calculators.planning.design import (
+    CENTRE,
+    MAX_CENTRE_POINTS,
     MAX_RESULT_ROWS,
     MAX_SEEDS,
     Analysis,
     Design,
+    centre_levels,
     cost,
     design,
     effects,
@@ -28,6 +31,7 @@ from calculators.planning.design import (
     tuned_settings,
 )
 from calculators.render import table
+from calculators.web.half_normal import half_normal_svg
 from calculators.web.render import (
     GRID_MAX_ROWS,
     html_table,
@@ -51,18 +55,26 @@ def _code(code: int, levels: int) -> str:
     return f"{code:+d}" if levels == 2 else str(code)
 
 
-def _run_table_csv(d: Design, seeds: int) -> tuple[str, bool]:
-    """The run table to fill (empty seed and metric), one row per run and seed when
-    that stays within MAX_CSV_ROWS rows; whether it has a row per seed."""
-    per_seed = d.run_count * seeds <= MAX_CSV_ROWS
-    lines = [csv_row(run_table_header(d))]
+def _run_table_csv(
+    d: Design, seeds: int, centre: dict[str, str], points: int, settings: int, trials: str
+) -> tuple[str, bool]:
+    """The run table to fill (empty seed and metric, and trial with nuisance factors):
+    one row per run, nuisance trial and seed, then one per centre point and trial, when
+    that stays within MAX_CSV_ROWS rows; else one row per run. Whether it has every row."""
+    tries = settings if trials else 1
+    every = (d.run_count * seeds + points) * tries <= MAX_CSV_ROWS
+    blank = [""] * (2 if trials else 1)
+    lines = [csv_row(run_table_header(d, trials))]
     for run_id, run in zip(d.run_ids, d.runs, strict=True):
-        row = csv_row([run_id, *(run[f.name] for f in d.factors), "", ""])
-        lines += [row] * (seeds if per_seed else 1)
-    return "".join(lines), per_seed
+        row = csv_row([run_id, *(run[f.name] for f in d.factors), *blank, ""])
+        lines += [row] * (seeds * tries if every else 1)
+    if centre:
+        row = csv_row([CENTRE, *(centre[f.name] for f in d.factors), *blank, ""])
+        lines += [row] * (points * tries if every else 1)
+    return "".join(lines), every
 
 
-def _results(args: Args, d: Design) -> tuple[Analysis | None, str]:
+def _results(args: Args, d: Design, trials: bool) -> tuple[Analysis | None, str]:
     """The analysis of --results lines or of --results-file; None when neither is given."""
     if args.results and args.results_file is not None:
         raise UsageError("give --results or --results-file, not both", "results_file")
@@ -83,8 +95,9 @@ def _results(args: Args, d: Design) -> tuple[Analysis | None, str]:
         lines = list(enumerate(args.results, start=1))
     else:
         return None, ""
-    rows = read_results(d, lines, field)
-    return effects(d, rows, field), field
+    centre = args.centre_points > 0
+    rows = read_results(d, lines, field, centre=centre, trials=trials)
+    return effects(d, rows, field, centre_points=args.centre_points, goal=args.goal), field
 
 
 def run(args: Args) -> tuple[dict[str, Any], str]:
@@ -93,8 +106,18 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     nuisance = [parse_nuisance(text) for text in args.nuisance]
     fixed = [parse_fixed(text) for text in args.fixed]
     settings = tuned_settings(nuisance)
-    c = cost(d.run_count, args.seeds, args.gpu_hours_per_run, args.gpus, args.price, settings)
-    analysis, _field = _results(args, d)
+    centre = centre_levels(d) if args.centre_points else {}
+    c = cost(
+        d.run_count,
+        args.seeds,
+        args.gpu_hours_per_run,
+        args.gpus,
+        args.price,
+        settings,
+        args.centre_points,
+    )
+    trials = "trial" if nuisance else ""
+    analysis, _field = _results(args, d, bool(nuisance))
     letters = d.letters
     warnings: list[str] = []
     notes: list[str] = []
@@ -122,11 +145,17 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         notes.append("GPU-hours, cost and days need the GPU-hours of one run (gpu_hours_per_run)")
     elif args.price is None:
         notes.append("the cost needs a price per GPU-hour (price)")
-    csv_text, per_seed = _run_table_csv(d, args.seeds)
+    csv_text, per_seed = _run_table_csv(d, args.seeds, centre, args.centre_points, settings, trials)
     if not per_seed:
         notes.append(
-            f"the run table has one row per run (runs x seeds is above {MAX_CSV_ROWS:,} "
-            "rows): copy each row once per seed"
+            f"the run table has one row per run (its rows would be above {MAX_CSV_ROWS:,}): "
+            "copy each row once per seed"
+            + (" and nuisance trial, and the centre row once per centre point" if trials else "")
+        )
+    if nuisance:
+        notes.append(
+            "fill the trial column with each line's nuisance setting (lr=3e-4): each run's "
+            f"result is its best trial ({args.goal} is better), as the Tuning Playbook compares"
         )
     if analysis is not None:
         notes += analysis.notes
@@ -164,6 +193,9 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         "nuisance": [{"name": n, "settings": k} for n, k in nuisance],
         "tuned_settings": settings,
         "fixed": [{"name": n, "value": v} for n, v in fixed],
+        "centre_points": args.centre_points,
+        "centre_levels": centre or None,
+        "goal": args.goal,
         "total_runs": c.total_runs,
         "gpu_hours_per_run": args.gpu_hours_per_run,
         "gpus": args.gpus,
@@ -173,6 +205,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         "days": c.days,
         "run_table_csv": csv_text,
         "effects": None,
+        "contrasts": None,
         "analysis": None,
         "warnings": warnings,
         "notes": notes,
@@ -191,7 +224,57 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             }
             for e in analysis.effects
         ]
+        screen = analysis.lenth
+        bend = analysis.curvature
+        data["contrasts"] = [
+            {
+                "effect": e.effect,
+                "names": _names(e.effect, letters),
+                "estimate": e.estimate,
+                "aliases": list(e.aliases),
+                "beyond_me": None if screen is None else abs(e.estimate) > screen.me,
+                "beyond_sme": None if screen is None else abs(e.estimate) > screen.sme,
+            }
+            for e in analysis.contrasts
+        ]
         data["analysis"] = {
+            "lenth": None
+            if screen is None
+            else {
+                "contrasts": screen.m,
+                "s0": screen.s0,
+                "pse": screen.pse,
+                "df": screen.df,
+                "me": screen.me,
+                "sme": screen.sme,
+                "t_me": screen.t_me,
+                "t_sme": screen.t_sme,
+                "active": [e.effect for e in analysis.contrasts if abs(e.estimate) > screen.me],
+                "active_names": ", ".join(
+                    _names(e.effect, letters)
+                    for e in analysis.contrasts
+                    if abs(e.estimate) > screen.me
+                )
+                or "none",
+            },
+            "curvature": None
+            if bend is None
+            else {
+                "factorial_mean": bend.factorial_mean,
+                "centre_mean": bend.centre_mean,
+                "estimate": bend.estimate,
+                "standard_error": bend.standard_error,
+                "t": bend.t,
+                "df": bend.df,
+                "p_value": bend.p_value,
+                "centre_points": bend.n_centre,
+            },
+            "best_trials": None
+            if analysis.best_trials is None
+            else {
+                (CENTRE if run == 0 else str(run)): trial
+                for run, trial in sorted(analysis.best_trials.items())
+            },
             "observations": analysis.observations,
             "pooled_sd": analysis.pooled_sd,
             "df": analysis.df,
@@ -212,10 +295,37 @@ def _kind(r: dict[str, Any]) -> str:
 
 def _head(r: dict[str, Any]) -> str:
     tuned = f" x {r['tuned_settings']:,} nuisance settings" if r["tuned_settings"] > 1 else ""
-    return (
-        f"{_kind(r)}: {r['run_count']:,} runs x {r['seeds']:,} "
-        f"seed{'s' if r['seeds'] != 1 else ''}{tuned} = {r['total_runs']:,} training runs"
-    )
+    runs = f"{r['run_count']:,} runs x {r['seeds']:,} seed{'s' if r['seeds'] != 1 else ''}"
+    if r["centre_points"]:
+        n = r["centre_points"]
+        runs = f"({runs} + {n:,} centre point{'s' if n != 1 else ''})"
+    return f"{_kind(r)}: {runs}{tuned} = {r['total_runs']:,} training runs"
+
+
+def _screen_lines(r: dict[str, Any]) -> list[str]:
+    """Lenth's margins and the curvature test in words, where the analysis has them."""
+    a = r["analysis"]
+    out = []
+    if a["lenth"] is not None:
+        L = a["lenth"]
+        active = ", ".join(
+            f"{c['names']} ({c['effect']})" for c in r["contrasts"] if c["beyond_me"]
+        )
+        out.append(
+            f"Lenth's pseudo standard error {L['pse']:.4g} from {L['contrasts']:,} effects: "
+            f"margin of error {L['me']:.4g}, simultaneous {L['sme']:.4g}; beyond the "
+            f"margin: {active or 'none'}"
+        )
+    if a["curvature"] is not None:
+        c = a["curvature"]
+        out.append(
+            f"Curvature (factorial mean - centre mean) {c['estimate']:.4g}, standard error "
+            f"{c['standard_error']:.4g}, t {c['t']:.3g} on {c['df']:,} df, p = {c['p_value']:.2g}"
+        )
+    if a["best_trials"]:
+        kept = ", ".join(f"{run}: {trial}" for run, trial in a["best_trials"].items())
+        out.append(f"Best trial kept per run: {kept}")
+    return out
 
 
 def _roles(r: dict[str, Any]) -> list[str]:
@@ -324,6 +434,7 @@ def _text(r: dict[str, Any]) -> str:
             f"Effects from {a['observations']:,} results: grand mean {a['grand_mean']:.4g}, "
             f"seed-to-seed sd {sd}",
             table(_EFFECT_HEAD, _effect_rows(r)),
+            *_screen_lines(r),
         ]
     parts.append(
         "The run table to fill, as CSV: the run_table_csv field of --json; read it back "
@@ -408,6 +519,18 @@ def html(r: dict[str, Any]) -> str:
                 caption=f"Effects from {a['observations']:,} results; {sd}",
             )
         )
+        parts += [summary(line + ".") for line in _screen_lines(r)]
+        if a["lenth"] is not None:
+            L = a["lenth"]
+            parts.append(
+                half_normal_svg(
+                    [(f"{c['names']} ({c['effect']})", c["estimate"]) for c in r["contrasts"]],
+                    pse=L["pse"],
+                    me=L["me"],
+                    sme=L["sme"],
+                    title="Half-normal plot of the effects, with Lenth's margins of error",
+                )
+            )
     parts.append(
         '<p class="kd-note">The run table as CSV, to fill in (save it as a .csv file):</p>'
         f'<pre class="kd-csv">{escape(r["run_table_csv"])}</pre>'
@@ -505,13 +628,33 @@ CALCULATOR = Calculator(
             metavar="NAME=VALUE",
         ),
         Input(
+            name="centre_points",
+            label="Centre points",
+            kind="int",
+            default=0,
+            minimum=0,
+            maximum=MAX_CENTRE_POINTS,
+            help="Runs with every factor at the middle of its two levels (numeric factors "
+            "only), one seed each: they test for curvature and measure the noise.",
+        ),
+        Input(
+            name="goal",
+            label="Better metric",
+            kind="choice",
+            default="lower",
+            choices=("lower", "higher"),
+            help="lower for a loss, higher for an accuracy: with nuisance trials, each "
+            "run keeps its best trial.",
+        ),
+        Input(
             name="results",
             label="Results",
             kind="lines",
             default=(),
             optional=True,
-            help="The filled table, one line each: run,seed,metric (or the run table's "
-            "rows with seed and metric filled): gives the effects.",
+            help="The filled table, one line each: run,seed,metric (run,trial,seed,metric "
+            "with nuisance factors; run centre for a centre point), or the run table's "
+            "rows with seed and metric filled: gives the effects.",
             metavar="RUN,SEED,METRIC",
         ),
         Input(

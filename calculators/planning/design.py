@@ -59,6 +59,36 @@ Analysis (`effects`)
   there is no within-run variance and
   no standard error is given (no noise is invented from the effects themselves).
   Each effect carries its aliases up to two-factor interactions: it estimates their sum.
+
+Unreplicated screens (`effects`, one seed per run)
+  Every one of the R - 1 columns of a two-level design is a contrast (the products of
+  the base factors' columns, each named by the shortest effect of its alias set); with
+  R >= 8 runs Lenth's pseudo standard error, margin of error and simultaneous margin of
+  error are computed from them (`calculators.statistics.screening.lenth`; Lenth,
+  Technometrics 31:469-473, 1989) in place of the missing seed-to-seed standard error.
+
+Centre points
+  n_C runs with every factor at the middle of its two levels (each factor numeric): the
+  curvature ybar_F - ybar_C, with ybar_F the mean of every factorial result, is tested
+  against the pure error (`calculators.statistics.screening.curvature`; Montgomery,
+  Design and Analysis of Experiments, 8th ed., section 6.8). The pure error pools the
+  seeds of each run and the centre points:
+      s^2 = (sum_r sum_i (y_ri - ybar_r)^2 + sum_c (y_c - ybar_C)^2) / (N - R + n_C - 1),
+  and the same s gives the effects' standard error: centre points measure the noise of
+  a screen that has one seed per run. They do not enter the effects themselves.
+
+Nuisance factors: the best trial of each run
+  With nuisance factors (the learning rate), each run of the design is trained once per
+  nuisance setting ("trial"), and the run's result is its best trial: the trial whose
+  mean over its seeds is lowest (goal "lower", a loss) or highest (goal "higher", an
+  accuracy); that trial's seeds are the run's results. This is the Deep Learning Tuning
+  Playbook's comparison (Godbole et al., Google Research 2023, "Identifying scientific,
+  nuisance, and fixed hyperparameters": nuisance hyperparameters are optimized for each
+  setting of the scientific ones). Averaging over the nuisance settings instead would
+  mix each run's tuned trial with its untuned ones: a scientific factor that moves the
+  best learning rate would show an effect that is the optimum moving, not the factor.
+  The best of several noisy trials is biased towards a good result; a confirmation on
+  new seeds measures the winner fairly.
 """
 
 from __future__ import annotations
@@ -73,6 +103,7 @@ from calculators.checks import positive_int, positive_number
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_GPU_HOURS_PER_RUN, MAX_GPUS, MAX_PRICE_PER_GPU_HOUR
 from calculators.parsing import parse_float, parse_int
+from calculators.statistics.screening import MIN_CONTRASTS, Curvature, Lenth, curvature, lenth
 
 # Factor letters: the alphabet without I, as the published tables write them.
 LETTERS = "ABCDEFGHJKLMNOP"
@@ -88,7 +119,7 @@ MAX_NAME = 40
 MAX_RESULT_ROWS = 200_000
 MAX_METRIC = 1e15
 # Column names the run table uses itself.
-RESERVED_NAMES = ("run", "seed", "metric")
+RESERVED_NAMES = ("run", "seed", "metric", "trial")
 # Characters a name or a level may not hold: the ':' and ',' of NAME:LEVEL,LEVEL, and a
 # quote or a line break, which the CSV of the run table would have to quote.
 _FORBIDDEN = frozenset(':,"\r\n')
@@ -513,6 +544,45 @@ def parse_fixed(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+# ---- centre points ------------------------------------------------------------------------
+
+# Centre-point runs a plan may add; a handful (3 to 5) is what the textbooks use.
+MAX_CENTRE_POINTS = 100
+# What the run column of a centre-point row says.
+CENTRE = "centre"
+_CENTRE_WORDS = frozenset({"centre", "center", "c"})
+
+
+def _centre_count(n: object) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_CENTRE_POINTS:
+        raise InputError(
+            "centre_points",
+            f"centre_points must be a whole number from 0 to {MAX_CENTRE_POINTS}, got {shown(n)}",
+        )
+
+
+def centre_levels(d: Design) -> dict[str, str]:
+    """The centre point: each factor at the middle of its two levels as typed,
+    (low + high) / 2 (for a factor varied on a log scale, type its levels as logarithms
+    so that the middle is the geometric mean). InputError at `centre_points` for a factor
+    that is not numeric or has more than two levels: it has no middle."""
+    out = {}
+    for f in d.factors:
+        try:
+            low, high = (float(v) for v in f.levels)
+        except ValueError:
+            raise InputError(
+                "centre_points",
+                f"centre_points need every factor numeric with two levels; {f.name} has "
+                f"{', '.join(f.levels)}: leave centre_points at 0, or run the centre "
+                "points at each level of that factor in a design of their own",
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise InputError("centre_points", f"centre_points: {f.name} has no finite middle")
+        out[f.name] = f"{(low + high) / 2:g}"
+    return out
+
+
 @dataclass(frozen=True)
 class Cost:
     """total_runs = runs x seeds x tuned settings; gpu_hours, cost and days None where
@@ -531,15 +601,18 @@ def cost(
     gpus: int,
     price: float | None,
     settings: int = 1,
+    centre_points: int = 0,
 ) -> Cost:
-    """total runs = runs x seeds x settings (the nuisance factors' settings tried for each
-    run, `tuned_settings`); GPU-hours = total runs x gpu_hours_per_run; cost = GPU-hours x
-    price; days = GPU-hours / gpus / 24 (runs one after the other, each on all `gpus`
-    cards with perfect scaling)."""
+    """total runs = (runs x seeds + centre_points) x settings (the nuisance factors'
+    settings tried for each run, `tuned_settings`; a centre point is one run of one seed,
+    re-tuned like the others); GPU-hours = total runs x gpu_hours_per_run; cost =
+    GPU-hours x price; days = GPU-hours / gpus / 24 (runs one after the other, each on
+    all `gpus` cards with perfect scaling)."""
     positive_int("seeds", seeds, maximum=MAX_SEEDS)
     positive_int("gpus", gpus, maximum=MAX_GPUS)
     positive_int("nuisance", settings, maximum=MAX_TUNED_SETTINGS)
-    total = run_count * seeds * settings
+    _centre_count(centre_points)
+    total = (run_count * seeds + centre_points) * settings
     hours = None
     if gpu_hours_per_run is not None:
         positive_number("gpu_hours_per_run", gpu_hours_per_run, maximum=MAX_GPU_HOURS_PER_RUN)
@@ -565,26 +638,48 @@ def cost(
 
 
 class Result(NamedTuple):
-    """One filled row: run id, seed (as typed), metric, and the line it came from."""
+    """One filled row: run id (0 for a centre point), seed (as typed), metric, the line it
+    came from, and the nuisance trial (as typed; empty without nuisance factors)."""
 
     run: int
     seed: str
     metric: float
     line: int
+    trial: str = ""
 
 
-def run_table_header(d: Design) -> list[str]:
-    """The run table's columns: run, each factor, seed, metric."""
-    return ["run", *(f.name for f in d.factors), "seed", "metric"]
+def run_table_header(d: Design, trials: str = "") -> list[str]:
+    """The run table's columns: run, each factor, the trial (named for the nuisance
+    factors, when there are any), seed, metric."""
+    return ["run", *(f.name for f in d.factors), *([trials] if trials else []), "seed", "metric"]
 
 
-def read_results(d: Design, lines: Iterable[tuple[int, str]], field: str) -> list[Result]:
-    """Rows of the filled table: `run,seed,metric`, or the run table's own rows
-    (run, each factor's level, seed, metric; the levels must be the run's). Lines whose
-    first cell is `run` (a header) are skipped. `lines` are (line number, text); an
-    error names the line and is blamed on `field`."""
+def _bad(field: str, message: str) -> InputError:
+    return InputError(field, message, subject=field)
+
+
+def read_results(
+    d: Design,
+    lines: Iterable[tuple[int, str]],
+    field: str,
+    *,
+    centre: bool = False,
+    trials: bool = False,
+) -> list[Result]:
+    """Rows of the filled table: `run,seed,metric` (`run,trial,seed,metric` with
+    `trials`), or the run table's own rows (run, each factor's level, [trial,] seed,
+    metric; the levels must be the run's). With `centre`, a run cell `centre` is a centre
+    point (run 0). Lines whose first cell is `run` (a header) are skipped. `lines` are
+    (line number, text); an error names the line and is blamed on `field`. With
+    `trials`, `run,seed,metric` (a run's best trial, chosen already) is read as well."""
     out: list[Result] = []
-    wide = len(d.factors) + 3
+    k = len(d.factors)
+    # shapes: (cells, has a trial, has the levels); run,trial,seed,metric wins over the
+    # run table's 4 columns of a one-factor design
+    shapes = {3: (False, False), k + 3: (False, True)}
+    if trials:
+        shapes |= {k + 4: (True, True), 4: (True, False)}
+    middle = centre_levels(d) if centre else {}
     for number, text in lines:
         cells = [c.strip() for c in text.split(",")]
         if cells == [""] or cells[0].lower() == "run":
@@ -592,53 +687,76 @@ def read_results(d: Design, lines: Iterable[tuple[int, str]], field: str) -> lis
         if len(out) >= MAX_RESULT_ROWS:
             raise InputError(field, f"{field}: at most {MAX_RESULT_ROWS:,} rows")
         where = f"{field} line {number}"
-        if len(cells) not in (3, wide):
-            raise InputError(
+        if len(cells) not in shapes:
+            shape = "run,trial,seed,metric" if trials else "run,seed,metric"
+            raise _bad(
                 field,
-                f"{where}: expected run,seed,metric or the run table's {wide} columns, "
+                f"{where}: expected {shape} or the run table's {k + 3 + trials} columns, "
                 f"got {len(cells):,} cells in {shown(text)}",
-                subject=field,
             )
-        try:
-            run = parse_int(where, cells[0])
-        except InputError as e:
-            raise InputError(field, str(e), subject=field) from None
-        if not 1 <= run <= d.run_count:
-            raise InputError(
-                field,
-                f"{where}: run {run:,} is not in the design (runs 1 to {d.run_count:,})",
-                subject=field,
-            )
-        if len(cells) == wide:
-            levels = cells[1:-2]
-            expected = [d.runs[run - 1][f.name] for f in d.factors]
-            if levels != expected:
-                raise InputError(
+        has_trial, has_levels = shapes[len(cells)]
+        if cells[0].lower() in _CENTRE_WORDS:
+            if not centre:
+                raise _bad(
                     field,
-                    f"{where}: run {run} is {', '.join(expected)} in the design, the line "
-                    f"says {shown(', '.join(levels))}",
-                    subject=field,
+                    f"{where}: a centre point, but the plan has none: set centre_points",
                 )
+            run = 0
+            expected = [middle[f.name] for f in d.factors]
+        else:
+            try:
+                run = parse_int(where, cells[0])
+            except InputError as e:
+                raise _bad(field, str(e)) from None
+            if not 1 <= run <= d.run_count:
+                raise _bad(
+                    field,
+                    f"{where}: run {run:,} is not in the design (runs 1 to {d.run_count:,})",
+                )
+            expected = [d.runs[run - 1][f.name] for f in d.factors]
+        if has_levels:
+            levels = cells[1 : 1 + k]
+            if not _same_levels(levels, expected):
+                name = "the centre point" if run == 0 else f"run {run}"
+                raise _bad(
+                    field,
+                    f"{where}: {name} is {', '.join(expected)} in the design, the line "
+                    f"says {shown(', '.join(levels))}",
+                )
+        trial = cells[-3] if has_trial else ""
+        if has_trial and not trial:
+            raise _bad(field, f"{where}: no trial: name the nuisance setting of this line")
         if not cells[-1]:
-            raise InputError(
-                field,
-                f"{where}: run {run} has no metric: fill it or remove the line",
-                subject=field,
-            )
+            raise _bad(field, f"{where}: run {cells[0]} has no metric: fill it or remove the line")
         try:
             metric = parse_float(where + " metric", cells[-1])
         except InputError as e:
-            raise InputError(field, str(e), subject=field) from None
-        out.append(Result(run=run, seed=cells[-2], metric=metric, line=number))
+            raise _bad(field, str(e)) from None
+        out.append(Result(run=run, seed=cells[-2], metric=metric, line=number, trial=trial))
     return out
+
+
+def _same_levels(typed: Sequence[str], expected: Sequence[str]) -> bool:
+    """A line's levels against the design's: equal as text, or as numbers (a centre
+    level typed 0.05 for the table's 0.05, or 2e-4 for 0.0002)."""
+    for a, b in zip(typed, expected, strict=True):
+        if a == b:
+            continue
+        try:
+            if float(a) != float(b):
+                return False
+        except ValueError:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
 class Effect:
     """One column of a two-level design: a main effect or a two-factor interaction (in
-    letters), its estimate, its standard error (None with one seed per run), the means
-    at -1 and +1, and the effects up to two-factor interactions it is aliased with (the
-    estimate is their sum)."""
+    letters; for the higher-order columns of `Analysis.contrasts`, the shortest effect of
+    the alias set), its estimate, its standard error (None without a noise estimate),
+    the means at -1 and +1, and the effects up to two-factor interactions it is aliased
+    with (the estimate is their sum)."""
 
     effect: str
     estimate: float
@@ -650,9 +768,16 @@ class Effect:
 
 @dataclass(frozen=True)
 class Analysis:
-    """Effects of the filled table. observations N, runs R; pooled_sd s and its degrees
-    of freedom N - R (None and 0 with one seed per run); the grand mean; each factor's
-    mean metric at each of its levels (over run means); notes on what is not given."""
+    """Effects of the filled table. observations N (factorial results), runs R;
+    pooled_sd s and its degrees of freedom N - R (+ n_C - 1 with centre points; None and
+    0 without replicates or centre points); the grand mean; each factor's mean metric at
+    each of its levels (over run means); notes on what is not given.
+
+    contrasts: every column of a two-level design (R - 1 of them), for the half-normal
+    plot; lenth: Lenth's analysis of them, with one seed per run and no centre points
+    (None otherwise, or under 8 runs); curvature: the centre-point test (None without
+    centre points, or without a noise estimate); best_trials: run id (0: the centre
+    point) -> the nuisance trial kept, empty without trials."""
 
     effects: tuple[Effect, ...]
     observations: int
@@ -662,6 +787,11 @@ class Analysis:
     level_means: dict[str, dict[str, float]]
     seeds_per_run: tuple[int, int]
     notes: tuple[str, ...]
+    contrasts: tuple[Effect, ...] = ()
+    lenth: Lenth | None = None
+    curvature: Curvature | None = None
+    centre_points: int = 0
+    best_trials: dict[int, str] | None = None
 
 
 def _columns(d: Design) -> list[tuple[str, tuple[str, ...], list[int]]]:
@@ -685,22 +815,85 @@ def _columns(d: Design) -> list[tuple[str, tuple[str, ...], list[int]]]:
     return out
 
 
+def all_columns(d: Design) -> list[tuple[str, tuple[str, ...], list[int]]]:
+    """Every column of a two-level design, R - 1 of them: each product of the base
+    factors' columns (all k factors for a full factorial, the first k - p for a
+    fraction), named by the shortest effect of its alias set (S and S x W for every word
+    W), with its other aliases up to two-factor interactions; shortest names first.
+    Empty when a factor has more than two levels."""
+    if not d.two_level:
+        return []
+    base = len(d.factors) - (d.fraction or 0)
+    words = [_word(w) for w in d.defining_relation]
+    out = []
+    for mask in range(1, 2**base):
+        chosen = frozenset(j for j in range(base) if (mask >> j) & 1)
+        members = sorted({chosen} | {chosen ^ w for w in words}, key=_order)
+        column = [math.prod(row[j] for j in chosen) for row in d.coded]
+        aliases = tuple(word_text(w) for w in members[1:] if len(w) <= 2)
+        out.append((members[0], aliases, column))
+    out.sort(key=lambda c: _order(c[0]))
+    return [(word_text(w), aliases, column) for w, aliases, column in out]
+
+
+def best_trials(rows: Sequence[Result], goal: str = "lower") -> tuple[list[Result], dict[int, str]]:
+    """For each run (and the centre point, run 0), the rows of its best trial: the trial
+    whose mean metric over its seeds is lowest (goal "lower") or highest ("higher"); a tie
+    goes to the trial met first. Returns the kept rows and run -> trial kept."""
+    if goal not in ("lower", "higher"):
+        raise InputError("goal", f"goal must be lower or higher, got {shown(goal)}")
+    by: dict[int, dict[str, list[Result]]] = {}
+    for r in rows:
+        by.setdefault(r.run, {}).setdefault(r.trial, []).append(r)
+    sign = 1.0 if goal == "lower" else -1.0
+    kept: list[Result] = []
+    chosen: dict[int, str] = {}
+    for run, trials in by.items():
+        trial = min(
+            trials, key=lambda t: sign * math.fsum(r.metric for r in trials[t]) / len(trials[t])
+        )
+        chosen[run] = trial
+        kept += trials[trial]
+    return kept, chosen
+
+
+def _rows(rows: Iterable[Result | tuple], field: str) -> list[Result]:
+    """Rows as Results: a tuple (run, seed, metric[, trial]) gets its position as line."""
+    out = []
+    for n, row in enumerate(rows, start=1):
+        if isinstance(row, Result):
+            out.append(row)
+        else:
+            trial = str(row[3]) if len(row) > 3 else ""
+            out.append(Result(run=row[0], seed=str(row[1]), metric=row[2], line=n, trial=trial))
+    return out
+
+
 def effects(
-    d: Design, rows: Iterable[Result | tuple[int, str, float]], field: str = "results"
+    d: Design,
+    rows: Iterable[Result | tuple[int, str, float]],
+    field: str = "results",
+    *,
+    centre_points: int = 0,
+    goal: str = "lower",
 ) -> Analysis:
     """Main effects and two-factor interactions of the filled table (see the module's
     docstring for the formulas). Every run needs at least one row; a (run, seed) pair
-    may appear once; run ids must be the design's. InputError at `results`, naming the
-    line (or the row's position where rows carry no line); blamed on `field`."""
-    by_run: dict[int, list[float]] = {}
-    seen: dict[tuple[int, str], int] = {}
-    count = 0
-    for n, row in enumerate(rows, start=1):
-        count += 1
-        run, seed, metric = row[0], str(row[1]), row[2]
-        line = row.line if isinstance(row, Result) else n
-        where = f"{field} line {line}"
-        if isinstance(run, bool) or not isinstance(run, int) or not 1 <= run <= d.run_count:
+    may appear once (once per trial with nuisance trials); run ids must be the design's,
+    or 0 for a centre point when `centre_points` > 0. Rows that carry a trial are
+    reduced to each run's best trial first (`best_trials`, by `goal`). InputError at
+    `results`, naming the line (or the row's position where rows carry no line); blamed
+    on `field`."""
+    _centre_count(centre_points)
+    given = _rows(rows, field)
+    seen: dict[tuple[int, str, str], int] = {}
+    with_trial = sum(1 for r in given if r.trial)
+    if with_trial and with_trial != len(given):
+        raise InputError(field, f"{field}: give a trial on every line or on none")
+    for r in given:
+        run, metric, where = r.run, r.metric, f"{field} line {r.line}"
+        low = 0 if centre_points else 1
+        if isinstance(run, bool) or not isinstance(run, int) or not low <= run <= d.run_count:
             raise InputError(
                 field,
                 f"{where}: run {shown(run)} is not in the design (runs 1 to {d.run_count:,})",
@@ -713,14 +906,23 @@ def effects(
             raise InputError(field, f"{where}: metric must be a number, got {shown(metric)}")
         if abs(metric) > MAX_METRIC:
             raise InputError(field, f"{where}: metric must be at most {MAX_METRIC:g} in magnitude")
-        if (run, seed) in seen:
+        key = (run, r.trial, r.seed)
+        if key in seen:
+            name = "the centre point" if run == 0 else f"run {run}"
+            trial = f" trial {shown(r.trial)}" if r.trial else ""
             raise InputError(
                 field,
-                f"{where}: run {run} seed {shown(seed)} is already on line "
-                f"{seen[run, seed]}: give each seed of a run its own value",
+                f"{where}: {name}{trial} seed {shown(r.seed)} is already on line "
+                f"{seen[key]}: give each seed its own value",
             )
-        seen[run, seed] = line
-        by_run.setdefault(run, []).append(float(metric))
+        seen[key] = r.line
+    chosen: dict[int, str] | None = None
+    if with_trial:
+        given, chosen = best_trials(given, goal)
+    by_run: dict[int, list[float]] = {}
+    for r in given:
+        by_run.setdefault(r.run, []).append(float(r.metric))
+    centre = by_run.pop(0, [])
     missing = [r for r in d.run_ids if r not in by_run]
     if missing:
         listed = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
@@ -731,35 +933,59 @@ def effects(
         )
     means = [math.fsum(by_run[r]) / len(by_run[r]) for r in d.run_ids]
     sizes = [len(by_run[r]) for r in d.run_ids]
+    count = sum(sizes)
     R = d.run_count
-    df = count - R
     notes = []
-    if df > 0:
-        ss = math.fsum(
-            (y - m) ** 2 for r, m in zip(d.run_ids, means, strict=True) for y in by_run[r]
-        )
-        s: float | None = math.sqrt(ss / df)
-    else:
-        s = None
+    # pure error: the seeds of each run around its mean, and the centre points around theirs
+    ss = math.fsum((y - m) ** 2 for r, m in zip(d.run_ids, means, strict=True) for y in by_run[r])
+    df = count - R
+    if len(centre) > 1:
+        centre_mean = math.fsum(centre) / len(centre)
+        ss += math.fsum((y - centre_mean) ** 2 for y in centre)
+        df += len(centre) - 1
+    s: float | None = math.sqrt(ss / df) if df > 0 else None
+    if s is None:
         notes.append(
             "one seed per run: there is no seed-to-seed variance to estimate, so no "
-            "standard error is given; run 2 or more seeds per run for one"
+            "standard error is given; run 2 or more seeds per run (or add centre points) "
+            "for one, or read the effects with Lenth's pseudo standard error"
         )
     scale = (2 / R) * math.sqrt(math.fsum(1 / n for n in sizes))
-    out = []
-    for name, aliased, column in _columns(d):
+
+    def column_effect(name: str, aliased: tuple[str, ...], column: list[int]) -> Effect:
         high = [m for m, x in zip(means, column, strict=True) if x > 0]
         low = [m for m, x in zip(means, column, strict=True) if x < 0]
         hi, lo = math.fsum(high) / len(high), math.fsum(low) / len(low)
-        out.append(
-            Effect(
-                effect=name,
-                estimate=hi - lo,
-                standard_error=None if s is None else s * scale,
-                low_mean=lo,
-                high_mean=hi,
-                aliases=aliased,
-            )
+        return Effect(
+            effect=name,
+            estimate=hi - lo,
+            standard_error=None if s is None else s * scale,
+            low_mean=lo,
+            high_mean=hi,
+            aliases=aliased,
+        )
+
+    out = [column_effect(*c) for c in _columns(d)]
+    contrasts = tuple(column_effect(*c) for c in all_columns(d))
+    screen = None
+    if s is None and len(contrasts) >= MIN_CONTRASTS:
+        try:
+            screen = lenth([c.estimate for c in contrasts])
+        except InputError:
+            notes.append("half the effects or more are exactly 0: Lenth's method has no noise")
+    elif s is None and contrasts:
+        notes.append(
+            f"Lenth's pseudo standard error needs at least {MIN_CONTRASTS + 1} runs; this "
+            f"design has {R}"
+        )
+    bend = None
+    if centre and s is not None:
+        factorial = [y for r in d.run_ids for y in by_run[r]]
+        bend = curvature(factorial, centre, sd=s, df=df)
+    elif centre:
+        notes.append(
+            "one centre point and one seed per run: no pure error to test the curvature "
+            "against; run 2 or more centre points"
         )
     wide = [f.name for f in d.factors if len(f.levels) > 2]
     if wide:
@@ -782,4 +1008,9 @@ def effects(
         level_means=level_means,
         seeds_per_run=(min(sizes), max(sizes)),
         notes=tuple(notes),
+        contrasts=contrasts,
+        lenth=screen,
+        curvature=bend,
+        centre_points=len(centre),
+        best_trials=chosen,
     )
