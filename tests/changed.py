@@ -31,7 +31,11 @@ SLOW = (
 # Changes whose tests are not named after them: path prefix -> test modules.
 COVERED_BY = {
     "probes/": ["tests/test_probes_cli.py"],
-    "docs/learn/": ["tests/test_tinylm.py", "tests/test_tinylm_forward.py"],
+    "docs/learn/": [
+        "tests/test_tinylm.py",
+        "tests/test_tinylm_forward.py",
+        "tests/test_lessons_onramp.py",
+    ],
     "docs/data/adaptation/contribution/": ["tests/test_adaptation_contribution.py"],
     "docs/data/evaluation/": ["tests/test_evaluation_examples.py"],
     "docs/hooks/": ["tests/test_web_hook.py", "tests/test_notebook_cache.py"],
