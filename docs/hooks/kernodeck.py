@@ -612,6 +612,15 @@ def _source_zip() -> bytes:
     return buf.getvalue()
 
 
+# What a downloaded lesson needs beside it, from outside docs/ (site path: repository
+# path): the corpus tinylm reads and the memory probe lesson 7 imports.
+LESSON_FILES = {
+    "learn/corpus/train.txt": "probes/data/corpus/train.txt",
+    "learn/corpus/eval.txt": "probes/data/corpus/eval.txt",
+    "learn/probes/memory.py": "probes/memory.py",
+}
+
+
 def on_files(files: Files, config: Any) -> Files:
     for name in PYODIDE_FILES:
         files.append(
@@ -624,6 +633,11 @@ def on_files(files: Files, config: Any) -> Files:
         rel = path.relative_to(katex).as_posix()
         files.append(File.generated(config, f"assets/vendor/katex/{rel}", abs_src_path=str(path)))
     files.append(File.generated(config, "assets/kd/calculators.zip", content=_calculators_zip()))
+    for dest, src in LESSON_FILES.items():
+        files.append(File.generated(config, dest, abs_src_path=str(ROOT / src)))
+    # lesson 10 imports the sampling code: the sources (bytecode of one Python only would
+    # not load in another), read by Python's zipimport from beside the notebook
+    files.append(File.generated(config, "learn/calculators.zip", content=_source_zip()))
     return files
 
 

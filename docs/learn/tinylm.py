@@ -10,7 +10,9 @@ deviation 0.02, and the projections that write into the residual stream scaled b
 1/sqrt(2 x layers) (Radford et al. 2019, section 2.3).
 
 The corpus is this project's own writing (probes/data/corpus: the Markdown of some of
-the site's guides, frozen), read as characters. Nothing is downloaded.
+the site's guides, frozen), read as characters. Nothing is downloaded. The site serves a
+copy in corpus/ next to this file, which a downloaded copy reads; in a clone it is read
+where it lies.
 
 Lesson notebooks print the parts they use with `inspect.getsource`, so nothing here is
 hidden from the reader; the file itself is served next to the lessons.
@@ -26,7 +28,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-CORPUS = Path(__file__).resolve().parents[2] / "probes" / "data" / "corpus"
+_HERE = Path(__file__).resolve().parent
+# the site's copy beside this file (a download), else the repository's (a clone)
+CORPUS = (
+    _HERE / "corpus"
+    if (_HERE / "corpus" / "train.txt").exists()
+    else _HERE.parents[1] / "probes" / "data" / "corpus"
+)
 
 
 @dataclass(frozen=True)
