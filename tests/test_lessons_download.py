@@ -31,6 +31,7 @@ BESIDE = [
     "tinylm.py",
     "tinylm-weights.json",
     "tinylm_diagram.py",
+    "lesson_charts.py",
     "calculators.zip",
     "corpus/train.txt",
     "corpus/eval.txt",
