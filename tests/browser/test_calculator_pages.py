@@ -39,6 +39,8 @@ CASES = [
     ("calculators/leakage/", "leakage", ("threshold", "0.6"), ("threshold", "1.5")),
     ("calculators/compare/", "compare", ("cost", "other=5"), ("cost", "other=-1")),
     ("evaluation/evaluation-set/", "leakage", ("shingle", "3"), ("ngram", "0")),
+    ("calculators/eval-size/", "eval-size", ("gain", "0.03"), ("gain", "0.5")),
+    ("evaluation/evaluation-set/", "eval-size", ("gain", "0.02"), ("gain", "0.5")),
     ("evaluation/error-analysis/", "compare", ("cost", "other=5"), ("cost", "other=-1")),
     ("evaluation/seed-variability/", "seeds", ("confidence", "0.99"), ("alpha", "1.5")),
     (

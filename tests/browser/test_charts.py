@@ -21,6 +21,7 @@ CHART_PAGES = [
     "seeds",
     "leakage",
     "compare",
+    "eval-size",
 ]
 MIN_TEXT_PX = 10  # the smallest text height (its box on screen) a phone reader gets
 
