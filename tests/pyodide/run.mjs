@@ -32,6 +32,15 @@ const DESELECTED = {
   "tests/test_notebook_cache.py": "executes notebooks in Jupyter kernels, in subprocesses",
   "tests/test_changed.py": "asks git, in a subprocess, what changed",
   "tests/test_test_profile.py": "tests a script of benchmarks/, which is not copied here",
+  "tests/test_error_analysis_page.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_guide_shape.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_ablations_guide.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_budget_seed_pages.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_cost_at_equal_quality_page.py":
+    "reads the site's Markdown pages and benchmarks/, which are not copied here",
+  "tests/test_lessons_onramp.py": "reads the lessons' notebooks and the site's navigation",
+  "tests/test_lessons_download.py":
+    "builds the site and runs the lessons in a new CPython environment, in subprocesses",
   "tests/test_adaptation_contribution.py":
     "reruns the contribution example's training, with torch, PEFT and scikit-learn, which this Pyodide does not ship",
 };
@@ -51,6 +60,10 @@ const DESELECTED_TESTS = {
   "tests/test_protocol.py::test_every_tool_page_exists":
     "reads the site's Markdown pages, which are not copied here",
   "tests/test_seeds.py::test_the_seed_guides_clean_sweep_sentences_read_their_example":
+    "reads the site's Markdown pages, which are not copied here",
+  "tests/test_quantization_guide.py::test_the_page_blocks_are_the_inputs_these_tests_compute":
+    "reads the site's Markdown pages, which are not copied here",
+  "tests/test_quantization_guide.py::test_the_in_short_box_holds_each_decision_of_the_page":
     "reads the site's Markdown pages, which are not copied here",
   "tests/test_eval_size.py::test_the_pages_blocks_hold_the_inputs_these_tests_use":
     "reads the site's Markdown pages, which are not copied here",
