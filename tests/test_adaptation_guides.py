@@ -62,7 +62,91 @@ def test_lora_count_is_the_formula_summed_over_llama_layers(table) -> None:
 
 
 def test_checkpointing_off_costs_memory(table) -> None:
+    # "turning it off raises the LoRA step from [[lora]] to [[nock]]"
     assert table["nock"]["total_bytes"] > table["lora"]["total_bytes"]
+
+
+def test_the_decision_in_short_reads_its_table(table) -> None:
+    # "The decision in short": full fine-tuning fits neither card alone; ZeRO-3 over 8 fits
+    # the H100s; LoRA fits the H100 and not the RTX 4090 "at 4"; QLoRA fits both.
+    full24 = step("rtx-4090")
+    qlora = step("h100-sxm", **LORA, base_format="nf4-dq")
+    assert not table["full1"]["fits"] and not full24["fits"]
+    assert table["full8"]["fits"]
+    assert table["lora"]["fits"] and not table["lora24"]["fits"]
+    assert qlora["fits"] and table["qlora24"]["fits"]
+
+
+# Section 4, QLoRA: "the NF4 base takes [[w4]] instead of [[w16]], a little over a third,
+# and [[w4:bytes_by_format.bf16]] of it stay in 16 bits, nearly all of it those two
+# vocabulary matrices" (the embeddings and lm_head, which transformers' bitsandbytes
+# loading leaves unquantized: src/transformers/integrations/bitsandbytes.py).
+def test_qlora_base_is_a_little_over_a_third_of_its_16_bit_weights() -> None:
+    w16 = compute("weights", {"model": "llama-3.1-8b", "format": "bf16"})
+    w4 = compute("weights", {"model": "llama-3.1-8b", "format": "nf4-dq"})
+    ratio = w4["weight_bytes"] / w16["weight_bytes"]
+    assert 1 / 3 < ratio < 0.4  # not "a quarter"
+    kept = w4["bytes_by_format"]["bf16"]
+    vocab = w4["bytes_by_category"]["embedding"] + w4["bytes_by_category"]["lm_head"]
+    # Llama 3.1 8B config.json: vocabulary 128,256 x hidden 4096, untied, 2 bytes each
+    assert vocab == 2 * 128_256 * 4096 * 2
+    assert 0.99 * kept < vocab <= kept
+    # the quantized matrices alone do shrink to about a quarter (NF4 with double-quantized
+    # scales, a little over 4 bits a weight): the 16-bit parts are what lift the whole
+    quantized = (w4["weight_bytes"] - kept) / (w16["weight_bytes"] - kept)
+    assert 0.25 < quantized < 0.27
+
+
+# Section 10 and the note on 4N: the LoRA run's hours come from a frozen base's FLOPs.
+THROUGHPUT = {
+    "model": "llama-3.1-8b",
+    "tokens": "100000000",
+    "seq_len": "2048",
+    "gpus": "1",
+    "gpu": "h100-sxm",
+    "mfu": "0.3",
+}
+
+
+def test_the_plan_counts_a_lora_step_at_about_4n() -> None:
+    from calculators.model.presets import load_preset
+    from calculators.model.spec import ModelSpec
+    from calculators.training.throughput import matmul_parameters
+
+    tp = compute("throughput", {**THROUGHPUT, "lora_rank": "16", "lora_targets": "all-linear"})
+    full = compute("throughput", THROUGHPUT)
+    n = matmul_parameters(ModelSpec.from_hf_config(load_preset("llama-3.1-8b")))
+    per_token, full_per_token = (
+        tp["training"]["flops_per_token"],
+        full["training"]["flops_per_token"],
+    )
+    # "about 4N": the adapter and attention terms on top of 4N are small here
+    assert 4 * n < per_token < 4.5 * n
+    assert 6 * n < full_per_token < 6.5 * n
+    assert tp["training"]["gpu_hours"] < full["training"]["gpu_hours"]
+    assert tp["training"]["gpu_hours"] / full["training"]["gpu_hours"] == pytest.approx(
+        per_token / full_per_token
+    )
+
+
+def test_the_budget_command_line_gives_the_blocks_lora_hours(capsys) -> None:
+    # the page's `python -m calculators budget ... --lora-rank 16 --lora-targets all-linear`
+    # derives the experiment phase from tokens; the page's block takes the hours of `tp`.
+    import json
+
+    from calculators.cli import main
+
+    tp = compute("throughput", {**THROUGHPUT, "lora_rank": "16", "lora_targets": "all-linear"})
+    argv = [
+        "budget",
+        *("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mfu", "0.3", "--seq-len", "2048"),
+        *("--lora-rank", "16", "--lora-targets", "all-linear"),
+        *("--phase", "experiments:4:tokens=100000000", "--margin", "0"),
+        *("--gpus", "1", "--price", "3.99", "--json"),
+    ]
+    assert main(argv) == 0
+    phase = json.loads(capsys.readouterr().out)["phases"][0]
+    assert phase["gpu_hours"] / phase["runs"] == pytest.approx(tp["training"]["gpu_hours"])
 
 
 # Section 8, "Reading it" and "Why": the sentences that read the committed contribution
@@ -120,6 +204,56 @@ def test_sweep_lora_learns_less_at_every_rate_and_the_quoted_rows_are_the_rate_1
     # "full fine-tuning at that rate keeps far more of the panel than the chosen runs"
     chosen = [r for r in summary["sweep"] if r["chosen"]]
     assert all(summary["sweep"][8]["panel"] > r["panel"] + 0.2 for r in chosen)
+
+
+# Section 8, "Why, and what the test taught": the sentences that read the sweep.
+def test_sweep_the_choice_picked_rates_near_the_top_of_the_grid(summary) -> None:
+    rates = sorted(summary["training"]["adaptation"]["learning_rates"])
+    chosen = [r for r in summary["sweep"] if r["chosen"]]
+    assert {r["variant"] for r in chosen} == {"lora", "full"}
+    assert all(r["learning_rate"] >= rates[-2] for r in chosen)
+    # the chosen full run is sweep.11: "gained little more on the target" than sweep.8
+    # and kept far less of the panel
+    full_chosen, full_1e3 = summary["sweep"][11], summary["sweep"][8]
+    assert full_chosen["variant"] == "full" and full_chosen["chosen"]
+    assert 0 < full_chosen["target_test"] - full_1e3["target_test"] < 0.03
+    assert full_chosen["panel"] < full_1e3["panel"] - 0.5
+
+
+def test_sweep_lora_does_not_forget_less_at_every_rate(summary) -> None:
+    runs = {(r["variant"], r["learning_rate"]): r for r in summary["sweep"]}
+    rates = summary["training"]["adaptation"]["learning_rates"]
+    keeps_more = sum(runs["lora", lr]["panel"] > runs["full", lr]["panel"] for lr in rates)
+    # "it kept more of the panel at some rates and less at others"
+    assert 0 < keeps_more < len(rates)
+
+
+def test_sweep_full_learns_as_much_for_less_forgetting_over_most_of_the_range(summary) -> None:
+    sweep = summary["sweep"]
+    lora = [r for r in sweep if r["variant"] == "lora"]
+    full = [r for r in sweep if r["variant"] == "full"]
+
+    def dominated(p, others):
+        return any(
+            q["target_test"] >= p["target_test"]
+            and q["panel"] >= p["panel"]
+            and (q["target_test"], q["panel"]) != (p["target_test"], p["panel"])
+            for q in others
+        )
+
+    # "over most of the range": most LoRA runs are beaten on both sets by a full run,
+    # and fewer full runs by a LoRA run
+    lora_beaten = sum(dominated(p, full) for p in lora)
+    full_beaten = sum(dominated(p, lora) for p in full)
+    assert lora_beaten > len(lora) / 2 and full_beaten < lora_beaten
+    # "the only LoRA run to reach [[sweep.8.target_test]] on the target, at sweep.4's rate,
+    # kept [[sweep.4.panel]]"
+    reach = [r for r in lora if r["target_test"] >= sweep[8]["target_test"]]
+    assert reach == [sweep[4]] and sweep[4]["panel"] < sweep[8]["panel"] - 0.2
+    # "LoRA at sweep.2's rate kept the most of the panel of any run ... but reached only"
+    assert sweep[2]["variant"] == "lora"
+    assert sweep[2]["panel"] == max(r["panel"] for r in sweep)
+    assert sweep[2]["target_test"] < sweep[8]["target_test"] - 0.1
 
 
 def test_quantization_guide_every_useful_cost_row_fits_one_card() -> None:

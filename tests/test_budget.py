@@ -1,4 +1,6 @@
-"""Campaign budget: phases add up, packages cover or not, the schedule sums to the total."""
+"""Campaign budget: phases add up, packages cover or not, the schedule sums to the total;
+comparison phases: seeds tied to a minimum detectable effect, control runs, the margin
+rounded per phase."""
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,8 @@ from calculators.planning.budget import (
     example_packages,
     schedule_period_days,
 )
+from calculators.planning.comparison import SeedPlan, comparison_phase, seed_count
+from calculators.statistics.seeds import minimum_detectable_effect, seeds_needed
 
 
 def test_worked_example():
@@ -259,3 +263,210 @@ def test_bounds_are_refused_with_their_field(make, match):
     with pytest.raises(InputError, match=match) as e:
         make()
     assert e.value.field in ("phase", "package", "margin")
+
+
+# --- Comparison phases: seeds tied to a minimum detectable effect, control runs, and the
+# margin rounded per phase (calculators.planning.comparison).
+
+
+def _one(phase, gpus=1, margin=0.2):
+    return campaign_budget(
+        Campaign(phases=(phase,), gpus=gpus, price_per_gpu_hour=1.0, margin=margin)
+    )
+
+
+def test_comparison_phase_adds_one_control_per_seed():
+    # 3 arms x 4 seeds = 12 runs and 4 control runs: 16 runs, ceil(16 x 0.2) = 4 reruns,
+    # 20 x 6 = 120 GPU-hours, of which the controls' 4 x 6 = 24.
+    phase = comparison_phase("experiments", arms=3, seeds=4, gpu_hours_per_run=6.0)
+    assert (phase.runs, phase.control_runs) == (12, 4)
+    r = _one(phase)
+    (p,) = r.phases
+    assert (p.runs, p.control_runs, p.reruns) == (12, 4, 4)
+    assert p.gpu_hours == 120.0 and p.control_gpu_hours == 24.0
+    assert (r.control_runs, r.control_gpu_hours) == (4, 24.0)
+    assert p.wall_hours == 20 * 6.0  # one GPU: every run in turn
+    # four GPUs: 4 waves of runs and controls together, then 1 wave of reruns
+    assert _one(phase, gpus=4).phases[0].wall_hours == 5 * 6.0
+
+
+def test_margin_is_rounded_up_in_each_phase():
+    # The example campaign at 0.2: runs 2, 12, 12, 1, 1 give exact shares 0.4, 2.4, 2.4,
+    # 0.2, 0.2, rounded up per phase to 1, 3, 3, 1, 1 = 9 reruns; one rounding over the
+    # campaign's 28 runs would give ceil(5.6) = 6. The rounding adds 0.6 x 1 + 0.6 x 6 +
+    # 0.6 x 0.5 + 0.8 x 2 + 0.8 x 1 = 6.9 GPU-hours over the exact 20%.
+    r = campaign_budget(Campaign(phases=EXAMPLE_PHASES, gpus=1, price_per_gpu_hour=1.0))
+    assert [p.reruns for p in r.phases] == [1, 3, 3, 1, 1]
+    assert [p.reruns_exact for p in r.phases] == pytest.approx([0.4, 2.4, 2.4, 0.2, 0.2])
+    assert (r.reruns, r.pooled_reruns) == (9, 6)
+    assert r.rounding_gpu_hours == pytest.approx(6.9)
+    assert r.margin_gpu_hours == pytest.approx(
+        r.rounding_gpu_hours + sum(0.2 * p.runs * p.gpu_hours_per_run for p in EXAMPLE_PHASES)
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(phases=PHASES, margin=st.floats(0, 3))
+def test_per_phase_rounding_is_bounded(phases, margin):
+    r = campaign_budget(
+        Campaign(phases=tuple(phases), gpus=4, price_per_gpu_hour=1.0, margin=margin)
+    )
+    # each phase rounds up by less than one of its runs; never below one pooled rounding
+    for p, q in zip(r.phases, phases, strict=True):
+        assert 0 <= p.reruns - p.reruns_exact < 1 + 1e-9
+        assert 0 <= p.rounding_gpu_hours < q.gpu_hours_per_run * (1 + 1e-9)
+    assert r.pooled_reruns <= r.reruns < r.pooled_reruns + len(phases)
+
+
+def test_seed_count_is_the_seeds_calculators():
+    # the budget imports the seeds calculator's functions: same n, same MDE
+    plan = seed_count(SeedPlan(sd_difference=0.0073, detect=0.02))
+    assert plan.seeds == seeds_needed(0.02, 0.0073)
+    assert plan.minimum_detectable_effect == minimum_detectable_effect(0.0073, plan.seeds)
+    # the smallest n: its MDE reaches the gain asked, one seed fewer does not
+    assert plan.minimum_detectable_effect <= 0.02
+    assert minimum_detectable_effect(0.0073, plan.seeds - 1) > 0.02
+    given_seeds = seed_count(SeedPlan(sd_difference=0.0073, seeds=3))
+    assert given_seeds.detect is None
+    assert given_seeds.minimum_detectable_effect == minimum_detectable_effect(0.0073, 3)
+
+
+# G*Power 3.1 (Faul et al. 2007, Behavior Research Methods 39:175), "t tests - Means:
+# difference from constant (matched pairs)", a priori, two tails, alpha 0.05, power 0.80:
+# total sample size 34 for dz = 0.5 and 10 for dz = 1.0; the budget's comparison phase of
+# 2 arms then has 2 n runs and n control runs.
+@pytest.mark.parametrize(("dz", "n"), [(0.5, 34), (1.0, 10)])
+def test_seeds_per_arm_match_gpower(dz, n):
+    seeds = seed_count(SeedPlan(sd_difference=1.0, detect=dz)).seeds
+    assert seeds == n
+    phase = comparison_phase("c", arms=2, seeds=seeds, gpu_hours_per_run=1.0)
+    assert (phase.runs, phase.control_runs) == (2 * n, n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(sd=st.floats(0.001, 1.0), n=st.integers(2, 60), more=st.integers(1, 40))
+def test_more_seeds_never_a_larger_mde(sd, n, more):
+    few = seed_count(SeedPlan(sd_difference=sd, seeds=n))
+    many = seed_count(SeedPlan(sd_difference=sd, seeds=n + more))
+    assert many.minimum_detectable_effect <= few.minimum_detectable_effect
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sd=st.floats(0.001, 1.0),
+    ratio=st.floats(0.3, 5.0),
+    shrink=st.floats(0.5, 1.0),
+    arms=st.integers(1, 4),
+    gpus=st.integers(1, 8),
+    margin=st.floats(0, 1),
+)
+def test_a_smaller_target_never_fewer_seeds_or_gpu_hours(sd, ratio, shrink, arms, gpus, margin):
+    large = sd * ratio
+    small = large * shrink
+
+    def plan(detect):
+        n = seed_count(SeedPlan(sd_difference=sd, detect=detect)).seeds
+        phase = comparison_phase("c", arms=arms, seeds=n, gpu_hours_per_run=2.0)
+        budget = campaign_budget(
+            Campaign(phases=(phase,), gpus=gpus, price_per_gpu_hour=1.0, margin=margin)
+        )
+        return n, budget
+
+    n_large, b_large = plan(large)
+    n_small, b_small = plan(small)
+    assert n_small >= n_large
+    assert b_small.gpu_hours >= b_large.gpu_hours
+    assert b_small.control_gpu_hours >= b_large.control_gpu_hours
+    assert b_small.wall_hours >= b_large.wall_hours
+
+
+@pytest.mark.parametrize(
+    ("make", "field", "match"),
+    [
+        (lambda: SeedPlan(sd_difference=0.01), "detect", "give exactly one"),
+        (lambda: SeedPlan(sd_difference=0.01, detect=0.02, seeds=3), "detect", "exactly one"),
+        (lambda: seed_count(SeedPlan(sd_difference=-1, detect=0.02)), "sd_difference", "-1"),
+        (lambda: seed_count(SeedPlan(sd_difference=0.01, seeds=1)), "seeds", "at least 2"),
+        (lambda: seed_count(SeedPlan(sd_difference=1, detect=1e-9)), "effect", "max_seeds"),
+        (
+            lambda: comparison_phase("x", arms=0, seeds=3, gpu_hours_per_run=1),
+            "phase",
+            "x: arms must be a positive",
+        ),
+        (
+            lambda: Phase(name="x", runs=1, gpu_hours_per_run=1, control_runs=-1),
+            "phase",
+            "x: control_runs must be a non-negative",
+        ),
+        (
+            lambda: Phase(name="x", runs=5, gpu_hours_per_run=1, control_runs=4, arms=3, seeds=4),
+            "phase",
+            "x: arms 3 and seeds 4 must give runs = arms x seeds",
+        ),
+    ],
+)
+def test_bad_comparison_inputs_name_the_field(make, field, match):
+    with pytest.raises(InputError, match=match) as e:
+        make()
+    assert e.value.field == field
+
+
+EXPERIMENTS = ["budget", "--price", "2", "--phase", "e:arms=3:6"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (EXPERIMENTS, "arms= needs the seeds per arm: --detect"),
+        ([*EXPERIMENTS, "--detect", "0.02"], "--detect needs --sd-difference"),
+        ([*EXPERIMENTS, "--seeds", "3"], "--seeds needs --sd-difference"),
+        (
+            [*EXPERIMENTS, "--sd-difference", "0.01", "--seeds", "3", "--detect", "0.02"],
+            "--seeds and --detect exclude each other",
+        ),
+        ([*EXPERIMENTS, "--sd-difference", "0.01", "--seeds", "1"], "seeds"),
+        (
+            [
+                "budget",
+                "--price",
+                "2",
+                "--phase",
+                "e:arms=0:6",
+                "--sd-difference",
+                "1",
+                "--seeds",
+                "3",
+            ],
+            "e: arms must be a positive",
+        ),
+        ([*EXPERIMENTS, "--sd-difference", "1", "--detect", "1e-9"], "detect"),
+    ],
+)
+def test_bad_comparison_flags_are_one_line_and_exit_2(capsys, argv, match):
+    from calculators.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert match in err[0]
+
+
+def test_cli_comparison_phase_json(capsys):
+    import json
+
+    from calculators.cli import main
+
+    argv = [*EXPERIMENTS, "--sd-difference", "0.0073", "--detect", "0.02", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    s = data["seed_count"]
+    assert s["seeds"] == seeds_needed(0.02, 0.0073)
+    assert s["minimum_detectable_effect"] == minimum_detectable_effect(0.0073, s["seeds"])
+    (p,) = data["phases"]
+    n = s["seeds"]
+    assert (p["arms"], p["seeds"], p["runs"], p["control_runs"]) == (3, n, 3 * n, n)
+    assert data["control_gpu_hours"] == 6 * s["seeds"]
+    assert main(argv[:-1]) == 0  # the text names every line
+    text = capsys.readouterr().out
+    assert "Seeds per arm: the gain to detect 0.02 needs" in text
+    assert "Control runs:" in text and "Rerun margin:" in text

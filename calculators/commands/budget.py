@@ -1,5 +1,6 @@
 """budget: campaign GPU-hours, days, cost, rental packages and a schedule by period
-(`calculators.planning.budget`)."""
+(`calculators.planning.budget`); comparison phases whose seeds per arm are tied to a
+minimum detectable effect, with their control runs (`calculators.planning.comparison`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from calculators.errors import InputError, shown
 from calculators.limits import (
     MAX_DECISIONS,
     MAX_GPUS,
+    MAX_LORA_RANK,
     MAX_MARGIN,
 )
 from calculators.memory.gpus import GPUS
@@ -24,7 +26,17 @@ from calculators.planning.budget import (
     campaign_budget,
     phase_from_tokens,
 )
+from calculators.planning.comparison import SeedCount, SeedPlan, comparison_phase, seed_count
 from calculators.render import table
+from calculators.statistics.seeds import (
+    ALPHA_RANGE,
+    EFFECT_RANGE,
+    MAX_SEEDS,
+    POWER_MAX,
+    SD_RANGE,
+)
+from calculators.training.lora import adapter_parameters_or_none
+from calculators.training.step import DEFAULT_LORA_TARGETS
 from calculators.web.render import html_table, schedule_svg, summary
 
 
@@ -48,10 +60,37 @@ def _part(field: str, text: str, name: str, value: str, parse: Callable[[str, st
 _PHASE = ("NAME", "RUNS", "GPU_HOURS", "GPUS")
 
 
-def _budget_phase(args: Args, text: str) -> Phase:
-    """NAME:RUNS:GPU_HOURS[:GPUS], or NAME:RUNS:tokens=N[:GPUS] derived from throughput."""
+def _budget_phase(args: Args, text: str, seeds: SeedCount | None = None) -> Phase:
+    """NAME:RUNS:GPU_HOURS[:GPUS], with RUNS a count or arms=K (a comparison phase: K arms
+    and one control, each on the seeds of the seed plan) and GPU_HOURS a number or
+    tokens=N (derived from throughput)."""
     f = _fields("phase", text, _PHASE, 3)
-    runs = _part("phase", text, "RUNS", f[1], parse_int)
+    arms = None
+    if f[1].startswith("arms="):
+        arms = _part("phase", text, "arms", f[1].removeprefix("arms="), parse_int)
+        if seeds is None:
+            raise UsageError(
+                f"--phase {shown(f[0])}: arms= needs the seeds per arm: --detect (the gain "
+                "to detect) or --seeds, with --sd-difference",
+                "phase",
+            )
+        runs = 1  # the phase's runs are arms x seeds, below
+    else:
+        runs = _part("phase", text, "RUNS", f[1], parse_int)
+    phase = _hours_phase(args, text, f, runs)
+    if arms is None or seeds is None:
+        return phase
+    return comparison_phase(
+        phase.name,
+        arms=arms,
+        seeds=seeds.seeds,
+        gpu_hours_per_run=phase.gpu_hours_per_run,
+        gpus_per_run=phase.gpus_per_run,
+    )
+
+
+def _hours_phase(args: Args, text: str, f: list[str], runs: int) -> Phase:
+    """The phase with its GPU-hours per run: typed, or tokens=N derived from throughput."""
     gpus = _part("phase", text, "GPUS", f[3], parse_int) if len(f) == 4 else 1
     if not f[2].startswith("tokens="):
         hours = _part("phase", text, "GPU_HOURS", f[2], parse_float)
@@ -60,15 +99,17 @@ def _budget_phase(args: Args, text: str) -> Phase:
         raise UsageError(
             f"--phase {shown(f[0])}: tokens= needs --model or --config to derive hours", "phase"
         )
+    spec = load_spec(args)
     return phase_from_tokens(
         f[0],
         runs=runs,
         tokens_per_run=_part("phase", text, "tokens", f[2].removeprefix("tokens="), parse_int),
-        spec=load_spec(args),
+        spec=spec,
         seq_len=args.seq_len,
         gpu=args.gpu,
         mfu=args.mfu,
         gpus_per_run=gpus,
+        adapter_parameters=adapter_parameters_or_none(spec, args.lora_rank, args.lora_targets),
     )
 
 
@@ -83,10 +124,80 @@ def _budget_package(text: str) -> Package:
     )
 
 
+def _seed_count(args: Args) -> SeedCount | None:
+    """The seeds per arm and their minimum detectable effect, when asked for."""
+    if args.detect is None and args.seeds is None:
+        return None
+    if args.detect is not None and args.seeds is not None:
+        raise UsageError(
+            "--seeds and --detect exclude each other: give the gain to detect (the seeds "
+            "follow) or the seeds (the gain they detect follows)",
+            "seeds",
+        )
+    if args.sd_difference is None:
+        given = "--detect" if args.detect is not None else "--seeds"
+        raise UsageError(
+            f"{given} needs --sd-difference: the sd of the per-seed paired differences, "
+            "from a pilot or an earlier campaign, ties a seed count to the gain it detects",
+            "sd_difference",
+        )
+    test = {k: v for k, v in (("alpha", args.alpha), ("power", args.power)) if v is not None}
+    return seed_count(
+        SeedPlan(sd_difference=args.sd_difference, detect=args.detect, seeds=args.seeds, **test)
+    )
+
+
+def _seeds_line(s: dict[str, Any]) -> str:
+    """The seed count and its minimum detectable effect, as one line."""
+    asked = "" if s["detect"] is None else f"the gain to detect {s['detect']:.4g} needs "
+    return (
+        f"Seeds per arm: {asked}{s['seeds']:,}, whose minimum detectable effect is "
+        f"{s['minimum_detectable_effect']:.4g} (sd of the paired differences "
+        f"{s['sd_difference']:.4g}, two-sided alpha {s['alpha']:g}, power {s['power']:g})"
+    )
+
+
+def _controls_line(r: dict[str, Any]) -> str:
+    """The control runs, as one line."""
+    return (
+        f"Control runs: {r['control_runs']:,}, {r['control_gpu_hours']:,.1f} GPU-hours "
+        "(the reference configuration on each comparison phase's seeds)"
+    )
+
+
+def _margin_line(r: dict[str, Any]) -> str:
+    """The rerun margin and what rounding it up per phase adds, as one line."""
+    return (
+        f"Rerun margin: {r['reruns']:,} reruns, {r['margin_gpu_hours']:,.1f} GPU-hours; "
+        f"ceil(runs x {r['margin']:g}) in each phase adds {r['rounding_gpu_hours']:,.1f} "
+        f"GPU-hours over the exact share ({r['pooled_reruns']:,} reruns if rounded once "
+        "over the campaign)"
+    )
+
+
+def _runs_cell(p: dict[str, Any]) -> str:
+    """'12 + 3', or '3 x 4 + 4 control + 4' for a comparison phase."""
+    if p.get("control_runs"):
+        made = f"{p['arms']} x {p['seeds']}" if p.get("arms") else f"{p['runs']:,}"
+        return f"{made} + {p['control_runs']:,} control + {p['reruns']:,}"
+    return f"{p['runs']:,} + {p['reruns']:,}"
+
+
+def named_lines(r: dict[str, Any]) -> list[str]:
+    """The result's named lines: the seeds and their MDE, the control runs, the margin."""
+    lines = [] if r.get("seed_count") is None else [_seeds_line(r["seed_count"])]
+    if r.get("control_runs"):
+        lines.append(_controls_line(r))
+    if "rounding_gpu_hours" in r:
+        lines.append(_margin_line(r))
+    return lines
+
+
 def run(args: Args) -> tuple[dict[str, Any], str]:
+    seeds = _seed_count(args)
     phases = EXAMPLE_PHASES
     if args.phase:
-        phases = tuple(_budget_phase(args, text) for text in args.phase)
+        phases = tuple(_budget_phase(args, text, seeds) for text in args.phase)
     packages = tuple(_budget_package(text) for text in args.package) if args.package else None
     r = campaign_budget(
         Campaign(
@@ -98,6 +209,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
             packages=packages,
         )
     )
+    best = r.cheapest_covering
     data = {
         "phases": [vars(p) for p in r.phases],
         "gpu_hours": r.gpu_hours,
@@ -110,13 +222,20 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         "schedule": list(r.schedule),
         "schedule_period_days": r.schedule_period_days,
         "example_phases": not args.phase,
+        "control_runs": r.control_runs,
+        "control_gpu_hours": r.control_gpu_hours,
+        "reruns": r.reruns,
+        "pooled_reruns": r.pooled_reruns,
+        "rounding_gpu_hours": r.rounding_gpu_hours,
+        "margin": args.margin,
+        "seed_count": None if seeds is None else vars(seeds),
+        "cheapest_covering_days": None if best is None else best.days,
     }
     rows = [
-        [p.name, f"{p.runs:,} + {p.reruns:,}", f"{p.gpu_hours:,.1f}", f"{p.wall_hours:,.1f}"]
-        for p in r.phases
+        [p["name"], _runs_cell(p), f"{p['gpu_hours']:,.1f}", f"{p['wall_hours']:,.1f}"]
+        for p in data["phases"]
     ]
     rows.append(["total", "", f"{r.gpu_hours:,.1f}", f"{r.wall_hours:,.1f}"])
-    best = r.cheapest_covering
     text = [
         (
             "Example phases (pass --phase NAME:RUNS:GPU_HOURS[:GPUS] for yours)\n"
@@ -127,6 +246,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         f"\n{r.wall_days:,.2f} days on {args.gpus:,} GPUs; ${r.cost_usd:,.2f} at "
         f"${args.price:,.2f} per GPU-hour"
         + ("" if r.cost_per_decision is None else f", ${r.cost_per_decision:,.2f} per decision"),
+        *named_lines(data),
         table(
             ["package", "covers", "slack hours", "USD"],
             [
@@ -163,12 +283,7 @@ def period_label(index: int, period_days: int) -> str:
 
 def html(r: dict[str, Any]) -> str:
     rows = [
-        [
-            p["name"],
-            f"{p['runs']} + {p['reruns']}",
-            f"{p['gpu_hours']:,.1f}",
-            f"{p['wall_hours']:,.1f}",
-        ]
+        [p["name"], _runs_cell(p), f"{p['gpu_hours']:,.1f}", f"{p['wall_hours']:,.1f}"]
         for p in r["phases"]
     ]
     rows.append(["total", "", f"{r['gpu_hours']:,.1f}", f"{r['wall_hours']:,.1f}"])
@@ -183,6 +298,11 @@ def html(r: dict[str, Any]) -> str:
                 ("Example phases. " if r["example_phases"] else "")
                 + f"{r['gpu_hours']:,.1f} GPU-hours over {r['wall_days']:.2f} days, "
                 f"{r['cost_usd']:,.2f} USD{per_decision}."
+            ),
+            html_table(
+                ["line", "value"],
+                [line.split(": ", 1) for line in named_lines(r)],
+                caption="Seeds, control runs and rerun margin",
             ),
             schedule_svg(
                 r["schedule"],
@@ -219,7 +339,8 @@ CALCULATOR = Calculator(
             kind="lines",
             default=(),
             optional=True,
-            help="One per line, NAME:RUNS:GPU_HOURS[:GPUS], in order; empty: an example campaign.",
+            help="One per line, NAME:RUNS:GPU_HOURS[:GPUS], in order; RUNS may be arms=K: "
+            "K arms and one control, each on the seeds below. Empty: an example campaign.",
             metavar="NAME:RUNS:GPU_HOURS[:GPUS]",
         ),
         Input(
@@ -264,6 +385,25 @@ CALCULATOR = Calculator(
             help="sequence, for tokens= phases",
         ),
         Input(
+            name="lora_rank",
+            label="LoRA rank",
+            kind="int",
+            optional=True,
+            page=False,
+            minimum=1,
+            maximum=MAX_LORA_RANK,
+            help="LoRA rank, for tokens= phases (base frozen: 4N + 6 N_a FLOPs per token); "
+            "empty: full training, 6N",
+        ),
+        Input(
+            name="lora_targets",
+            label="LoRA targets",
+            kind="text",
+            default=",".join(DEFAULT_LORA_TARGETS),
+            page=False,
+            help="LoRA target modules or all-linear, for tokens= phases with --lora-rank",
+        ),
+        Input(
             name="gpus",
             label="GPUs rented",
             kind="int",
@@ -295,6 +435,54 @@ CALCULATOR = Calculator(
             help="Useful results the campaign is for; gives the cost per decision.",
         ),
         Input(
+            name="sd_difference",
+            label="sd of the paired differences",
+            kind="float",
+            optional=True,
+            minimum=SD_RANGE[0],
+            maximum=SD_RANGE[1],
+            help="For arms= phases: the sd of per-seed differences against the control, "
+            "from a pilot, in the metric's units.",
+        ),
+        Input(
+            name="detect",
+            label="Gain to detect",
+            kind="float",
+            optional=True,
+            minimum=EFFECT_RANGE[0],
+            maximum=EFFECT_RANGE[1],
+            help="The minimum detectable effect asked for, in the metric's units: the seeds "
+            "per arm follow.",
+        ),
+        Input(
+            name="seeds",
+            label="Seeds per arm",
+            kind="int",
+            optional=True,
+            minimum=2,
+            maximum=MAX_SEEDS,
+            help="Instead of the gain to detect: the seeds per arm; the gain they detect is "
+            "printed.",
+        ),
+        Input(
+            name="alpha",
+            label="Test level alpha",
+            kind="float",
+            optional=True,
+            minimum=ALPHA_RANGE[0],
+            maximum=ALPHA_RANGE[1],
+            help="Two-sided level of each arm's paired test; empty: 0.05.",
+        ),
+        Input(
+            name="power",
+            label="Power",
+            kind="float",
+            optional=True,
+            minimum=0,
+            maximum=POWER_MAX,
+            help="Chance of detecting the gain when it is there, above alpha; empty: 0.8.",
+        ),
+        Input(
             name="package",
             label="Rental offers",
             kind="lines",
@@ -306,6 +494,12 @@ CALCULATOR = Calculator(
     ),
     run=run,
     html=html,
-    renamed={"price_per_gpu_hour": "price", "tokens": "phase"},
+    renamed={
+        "price_per_gpu_hour": "price",
+        "tokens": "phase",
+        "arms": "phase",
+        "effect": "detect",
+        "max_seeds": "detect",
+    },
     order=7,
 )

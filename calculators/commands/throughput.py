@@ -17,8 +17,10 @@ from calculators.commands.shared import (
     load_spec,
     warning_lines,
 )
-from calculators.limits import MAX_GPUS, MAX_SEQUENCE_TOKENS, MAX_TRAINING_TOKENS
+from calculators.limits import MAX_GPUS, MAX_LORA_RANK, MAX_SEQUENCE_TOKENS, MAX_TRAINING_TOKENS
 from calculators.model.spec import position_warnings
+from calculators.training.lora import adapter_parameters_or_none
+from calculators.training.step import DEFAULT_LORA_TARGETS
 from calculators.training.throughput import inference_bounds, training_time
 from calculators.units import format_gib
 from calculators.web.render import html_table, summary
@@ -34,6 +36,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         gpus=args.gpus,
         mfu=args.mfu,
         precision=args.precision,
+        adapter_parameters=adapter_parameters_or_none(spec, args.lora_rank, args.lora_targets),
     )
     b = inference_bounds(
         spec,
@@ -54,7 +57,8 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     text = [
         f"{spec.name} on {args.gpus} x {args.gpu}, {args.precision}, MFU {args.mfu:.0%}",
         *warning_lines(warnings),
-        f"Training: {t.flops_per_token:.4g} FLOPs per token at sequence {args.seq_len:,}; "
+        f"Training{'' if t.adapter_parameters is None else ' (LoRA, base frozen)'}: "
+        f"{t.flops_per_token:.4g} FLOPs per token at sequence {args.seq_len:,}; "
         f"{args.tokens:,} tokens take {t.seconds / 3600:,.2f} h wall clock "
         f"({t.gpu_hours:,.1f} GPU-hours, {t.tokens_per_second:,.0f} tokens/s)",
         f"Decode upper bound, batch {b.batch} at context {b.context:,}: "
@@ -77,7 +81,11 @@ def html(r: dict[str, Any]) -> str:
             html_table(
                 ["quantity", "value"],
                 [
-                    ["FLOPs per token", f"{t['flops_per_token']:.4g}"],
+                    [
+                        "FLOPs per token"
+                        + ("" if t["adapter_parameters"] is None else " (LoRA, base frozen)"),
+                        f"{t['flops_per_token']:.4g}",
+                    ],
                     ["total FLOPs", f"{t['total_flops']:.4g}"],
                     ["tokens per second", f"{t['tokens_per_second']:,.0f}"],
                     ["wall-clock hours", f"{t['seconds'] / 3600:,.2f}"],
@@ -159,6 +167,23 @@ CALCULATOR = Calculator(
             default="bf16",
             choices=("bf16", "fp8"),
             help="Which dense tensor peak the MFU is taken against.",
+        ),
+        Input(
+            name="lora_rank",
+            label="LoRA rank",
+            kind="int",
+            optional=True,
+            minimum=1,
+            maximum=MAX_LORA_RANK,
+            help="Empty: full training (6N FLOPs per token); a rank: LoRA on a frozen base "
+            "(4N plus the adapter's 6 N_a).",
+        ),
+        Input(
+            name="lora_targets",
+            label="LoRA targets",
+            kind="text",
+            default=",".join(DEFAULT_LORA_TARGETS),
+            help="Comma-separated module names, or all-linear (with a LoRA rank).",
         ),
         FORMAT,
         CONTEXT,

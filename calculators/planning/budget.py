@@ -2,18 +2,29 @@
 
 A campaign is phases run one after the other (an initial check before the
 experiments, evaluation after them, ...). A phase has `runs` runs of
-`gpu_hours_per_run` GPU-hours each on `gpus_per_run` GPUs; with G GPUs rented,
+`gpu_hours_per_run` GPU-hours each on `gpus_per_run` GPUs, and `control_runs` runs of
+the reference configuration beside them (a comparison phase: arms x seeds runs and one
+control per seed, `calculators.planning.comparison`); with G GPUs rented,
 floor(G / gpus_per_run) runs go at once. Interrupted or invalid runs are budgeted
-as a named margin line: ceil(runs x margin) extra runs per phase, with the margin taken
-as the decimal typed (100 runs at 0.07 are 7 reruns; in binary floating point
-100 x 0.07 is 7.000000000000001, which rounds up to 8).
+as a named margin line: ceil((runs + control_runs) x margin) extra runs per phase, with
+the margin taken as the decimal typed (100 runs at 0.07 are 7 reruns; in binary floating
+point 100 x 0.07 is 7.000000000000001, which rounds up to 8).
 
-  phase GPU-hours  = (runs + reruns) x gpu_hours_per_run
-  phase wall hours = (ceil(runs / concurrent) + ceil(reruns / concurrent))
+  phase runs       = runs + control_runs
+  phase GPU-hours  = (phase runs + reruns) x gpu_hours_per_run
+  phase wall hours = (ceil(phase runs / concurrent) + ceil(reruns / concurrent))
                      x gpu_hours_per_run / gpus_per_run   (reruns follow the runs they redo)
   total            = sum over phases (phases do not overlap)
   cost at an hourly price = total GPU-hours x price per GPU-hour
   a package of D days on G' GPUs covers the plan when G' >= G and 24 D >= wall hours
+
+The margin is rounded up in each phase, not once over the campaign: a rerun is a whole
+run of its own phase (its own length and GPUs), and it must end before the next phase
+starts, so a phase of 2 runs at 0.2 budgets one rerun (its share, 0.4 of a run, rounded
+up). The named line `rounding_gpu_hours` is what this adds over the exact share,
+sum over phases of (reruns - margin x phase runs) x gpu_hours_per_run, and
+`pooled_reruns`, ceil(margin x sum of phase runs), what one rounding over the whole
+campaign would have given.
 
 Prices are inputs. `example_packages` builds 3-, 7- and 30-day packages from an
 hourly price with example discounts: they show the calculation, they are not quotes.
@@ -28,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, floor
 
-from calculators.checks import fraction, positive_int, positive_number
+from calculators.checks import fraction, non_negative_int, positive_int, positive_number
 from calculators.decimals import typed_value
 from calculators.errors import InputError, shown
 from calculators.limits import (
@@ -57,7 +68,9 @@ MAX_PACKAGES = 1_000
 
 @dataclass(frozen=True, kw_only=True)
 class Phase:
-    """One phase: `runs` runs of `gpu_hours_per_run` GPU-hours on `gpus_per_run` GPUs.
+    """One phase: `runs` runs of `gpu_hours_per_run` GPU-hours on `gpus_per_run` GPUs,
+    and `control_runs` runs of the reference configuration beside them (0 but in a
+    comparison phase; `arms` and `seeds` then say how `runs` was made, arms x seeds).
 
     Its errors are blamed on the input `phase` (the phase is one line of it).
     """
@@ -66,6 +79,9 @@ class Phase:
     runs: int
     gpu_hours_per_run: float
     gpus_per_run: int = 1
+    control_runs: int = 0
+    arms: int | None = None
+    seeds: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -78,8 +94,20 @@ class Phase:
                 "gpu_hours_per_run", self.gpu_hours_per_run, maximum=MAX_GPU_HOURS_PER_RUN
             )
             positive_int("gpus_per_run", self.gpus_per_run, maximum=MAX_GPUS)
+            non_negative_int("control_runs", self.control_runs, maximum=MAX_RUNS)
         except InputError as e:
             raise InputError("phase", f"phase {_named(self.name)}: {e}", subject="") from None
+        made = (self.arms, self.seeds)
+        if made != (None, None) and (
+            None in made or (self.runs, self.control_runs) != (made[0] * made[1], made[1])
+        ):
+            raise InputError(
+                "phase",
+                f"phase {_named(self.name)}: arms {self.arms!r} and seeds {self.seeds!r} must "
+                f"give runs = arms x seeds and control_runs = seeds, got runs {self.runs} and "
+                f"control_runs {self.control_runs}",
+                subject="",
+            )
 
 
 def phase_from_tokens(
@@ -93,6 +121,7 @@ def phase_from_tokens(
     mfu: float,
     gpus_per_run: int = 1,
     precision: Precision = "bf16",
+    adapter_parameters: int | None = None,
 ) -> Phase:
     """A phase whose GPU-hours per run come from throughput instead of a guess.
 
@@ -100,6 +129,7 @@ def phase_from_tokens(
                         / (peak x mfu) / 3600   (`calculators.training.throughput.training_time`:
     PaLM's 6N + 12 L H Q T per token, Chowdhery et al. 2022, appendix B), the same on
     any number of GPUs at a constant MFU; `gpus_per_run` only changes the wall clock.
+    With `adapter_parameters` (LoRA on a frozen base) a token costs 4N + 6 N_a instead.
     """
     t = training_time(
         spec,
@@ -109,6 +139,7 @@ def phase_from_tokens(
         gpus=gpus_per_run,
         mfu=mfu,
         precision=precision,
+        adapter_parameters=adapter_parameters,
     )
     return Phase(name=name, runs=runs, gpu_hours_per_run=t.gpu_hours, gpus_per_run=gpus_per_run)
 
@@ -207,7 +238,12 @@ class Campaign:
 
 @dataclass(frozen=True, kw_only=True)
 class PhasePlan:
-    """A phase as scheduled."""
+    """A phase as scheduled.
+
+    reruns_exact: the margin's exact share, margin x (runs + control_runs), before it is
+    rounded up to `reruns`; rounding_gpu_hours: (reruns - reruns_exact) x hours per run.
+    control_gpu_hours: the control runs' GPU-hours (their reruns are in the margin).
+    """
 
     name: str
     runs: int
@@ -217,6 +253,12 @@ class PhasePlan:
     margin_gpu_hours: float
     start_hour: float
     wall_hours: float
+    control_runs: int = 0
+    control_gpu_hours: float = 0.0
+    reruns_exact: float = 0.0
+    rounding_gpu_hours: float = 0.0
+    arms: int | None = None
+    seeds: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +276,13 @@ class PackageFit:
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetResult:
-    """Totals, per-phase plan, packages, and a schedule of GPU-hours by period."""
+    """Totals, per-phase plan, packages, and a schedule of GPU-hours by period.
+
+    Named lines beside the totals: control_runs and control_gpu_hours (the reference
+    configuration re-run in comparison phases), reruns and margin_gpu_hours (the margin,
+    rounded up per phase), rounding_gpu_hours (what that rounding adds over the exact
+    share) and pooled_reruns (the reruns one rounding over the campaign would give).
+    """
 
     phases: tuple[PhasePlan, ...]
     gpu_hours: float
@@ -245,6 +293,11 @@ class BudgetResult:
     packages: tuple[PackageFit, ...]
     schedule: tuple[dict[str, float], ...]  # per period: GPU-hours by phase name
     schedule_period_days: int = 1  # days in each period of `schedule`
+    control_runs: int = 0
+    control_gpu_hours: float = 0.0
+    reruns: int = 0
+    pooled_reruns: int = 0
+    rounding_gpu_hours: float = 0.0
 
     @property
     def wall_days(self) -> float:
@@ -262,11 +315,14 @@ def campaign_budget(c: Campaign) -> BudgetResult:
     plans, clock = [], 0.0
     margin = typed_value(c.margin)  # exact: see the module docstring
     for p in c.phases:
-        reruns = ceil(p.runs * margin)
+        counted = p.runs + p.control_runs  # controls run, fail and are redone like the arms
+        share = counted * margin  # exact (a Fraction)
+        reruns = ceil(share)  # per phase: a rerun is a whole run of this phase
         concurrent = floor(c.gpus / p.gpus_per_run)
-        total_runs = p.runs + reruns
-        # reruns start once a failure is seen: their waves follow the phase's own
-        waves = ceil(p.runs / concurrent) + ceil(reruns / concurrent)
+        total_runs = counted + reruns
+        # the controls share the arms' waves; reruns start once a failure is seen: their
+        # waves follow the phase's own
+        waves = ceil(counted / concurrent) + ceil(reruns / concurrent)
         wall = waves * p.gpu_hours_per_run / p.gpus_per_run
         plans.append(
             PhasePlan(
@@ -278,6 +334,12 @@ def campaign_budget(c: Campaign) -> BudgetResult:
                 margin_gpu_hours=reruns * p.gpu_hours_per_run,
                 start_hour=clock,
                 wall_hours=wall,
+                control_runs=p.control_runs,
+                control_gpu_hours=p.control_runs * p.gpu_hours_per_run,
+                reruns_exact=float(share),
+                rounding_gpu_hours=float((reruns - share) * typed_value(p.gpu_hours_per_run)),
+                arms=p.arms,
+                seeds=p.seeds,
             )
         )
         clock += wall
@@ -309,6 +371,11 @@ def campaign_budget(c: Campaign) -> BudgetResult:
         packages=fits,
         schedule=_schedule(plans, period),
         schedule_period_days=period,
+        control_runs=sum(p.control_runs for p in plans),
+        control_gpu_hours=sum(p.control_gpu_hours for p in plans),
+        reruns=sum(p.reruns for p in plans),
+        pooled_reruns=ceil(margin * sum(p.runs + p.control_runs for p in c.phases)),
+        rounding_gpu_hours=sum(p.rounding_gpu_hours for p in plans),
     )
 
 

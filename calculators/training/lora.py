@@ -108,3 +108,12 @@ def lora_parameters(spec: ModelSpec, rank: int, targets: tuple[str, ...]) -> LoR
     return LoRACount(
         rank=rank, trainable=trainable, wrapped_parameters=wrapped, shapes=tuple(shapes)
     )
+
+
+def adapter_parameters_or_none(spec: ModelSpec, rank: int | None, targets: str) -> int | None:
+    """The adapter's trained parameters for a rank and comma-separated `targets` as typed,
+    or None without a rank (every parameter trains): what the throughput and budget
+    calculators pass to `training_time` to choose 4N + 6 N_a over 6N per token."""
+    if rank is None:
+        return None
+    return lora_parameters(spec, rank, tuple(t for t in targets.split(",") if t)).trainable

@@ -11,6 +11,15 @@ the key and value head sizes differ and 12 H Q becomes 6 H (Q_k + Q_v). The
 attention term counts the full T x T product, as PaLM does; causal kernels skip
 about half of it, which MFU then absorbs.
 
+With the base frozen (LoRA, QLoRA) no weight gradient is computed for the base's
+matrices: of the backward pass's 4 N (2 N for the gradients with respect to the inputs,
+2 N with respect to the weights: the backward pass costs twice the forward for that
+reason, Narayanan et al. 2021, arXiv:2104.04473, appendix) only the first 2 N remain,
+while the adapter's N_a parameters train in full:
+  4 N + 6 N_a + 12 L H Q T
+(`frozen_base_training_flops_per_token`). The LoRA paper reports the same effect as a
+25% faster training step on GPT-3 175B (Hu et al. 2021, arXiv:2106.09685, section 4.2).
+
 Time = FLOPs / (GPUs x peak x MFU). MFU is an input; `MFU_REFERENCES` holds
 published values to choose it from.
 
@@ -113,6 +122,30 @@ def training_flops_per_token(spec: ModelSpec, seq_len: int) -> int:
     return 6 * matmul_parameters(spec) + 3 * attention_flops_per_token(spec, seq_len)
 
 
+def frozen_base_training_flops_per_token(
+    spec: ModelSpec, seq_len: int, adapter_parameters: int
+) -> int:
+    """4 N + 6 N_a + 3 x forward attention FLOPs: a training step with the base frozen.
+
+    Forward: 2 N for the base and 2 N_a for the adapters (for LoRA, x -> A x -> B A x is
+    2 r (d_in + d_out) per wrapped layer and token). Backward: the gradient with respect to
+    each matmul's input, 2 N + 2 N_a, since it must reach the adapters of every layer below,
+    and the gradient with respect to the adapters' weights, 2 N_a; the base's weight
+    gradients, the other 2 N of a full step's 6 N, are never computed. Attention has no
+    weights, so its forward-plus-backward factor of 3 is the full step's. Assumptions: the
+    adapters sit on matmuls counted in N (LoRA's `all-linear` does not wrap lm_head, whose
+    input gradient is still needed); a QLoRA base's dequantization is memory traffic, not
+    matmul FLOPs, and lands in the MFU; recomputation under activation checkpointing is
+    not counted, as in the full step's 6 N (MFU excludes it, PaLM appendix B).
+    """
+    positive_int("adapter_parameters", adapter_parameters)
+    return (
+        4 * matmul_parameters(spec)
+        + 6 * adapter_parameters
+        + 3 * attention_flops_per_token(spec, seq_len)
+    )
+
+
 def _peak_flops(gpu: str, precision: Precision) -> float:
     card = get_gpu(gpu)
     if precision == "fp8":
@@ -130,6 +163,7 @@ class TrainingTime:
 
     tokens: int
     flops_per_token: int
+    adapter_parameters: int | None
     total_flops: int
     gpus: int
     peak_flops_per_gpu: float
@@ -151,17 +185,27 @@ def training_time(
     gpus: int = 1,
     mfu: float = 0.3,
     precision: Precision = "bf16",
+    adapter_parameters: int | None = None,
 ) -> TrainingTime:
-    """time = tokens x flops_per_token / (gpus x peak x mfu)."""
+    """time = tokens x flops_per_token / (gpus x peak x mfu).
+
+    adapter_parameters: None trains every parameter (6 N per token,
+    `training_flops_per_token`); a count trains only that many adapter parameters on a
+    frozen base (4 N + 6 N_a, `frozen_base_training_flops_per_token`).
+    """
     positive_int("tokens", tokens, maximum=MAX_TRAINING_TOKENS)
     positive_int("gpus", gpus, maximum=MAX_GPUS)
     _mfu(mfu)
-    per_token = training_flops_per_token(spec, seq_len)
+    if adapter_parameters is None:
+        per_token = training_flops_per_token(spec, seq_len)
+    else:
+        per_token = frozen_base_training_flops_per_token(spec, seq_len, adapter_parameters)
     peak = _peak_flops(gpu, precision)
     rate = gpus * peak * mfu / per_token
     return TrainingTime(
         tokens=tokens,
         flops_per_token=per_token,
+        adapter_parameters=adapter_parameters,
         total_flops=tokens * per_token,
         gpus=gpus,
         peak_flops_per_gpu=peak,
