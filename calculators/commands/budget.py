@@ -5,15 +5,16 @@ minimum detectable effect, with their control runs (`calculators.planning.compar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
 from calculators.commands.shared import PRICE, UsageError, load_spec
+from calculators.commands.training import LORA_RANK, LORA_TARGETS
 from calculators.errors import InputError, shown
 from calculators.limits import (
     MAX_DECISIONS,
     MAX_GPUS,
-    MAX_LORA_RANK,
     MAX_MARGIN,
 )
 from calculators.memory.gpus import GPUS
@@ -36,7 +37,6 @@ from calculators.statistics.seeds import (
     SD_RANGE,
 )
 from calculators.training.lora import adapter_parameters_or_none
-from calculators.training.step import DEFAULT_LORA_TARGETS
 from calculators.web.render import html_table, schedule_svg, summary
 
 
@@ -384,22 +384,14 @@ CALCULATOR = Calculator(
             page=False,
             help="sequence, for tokens= phases",
         ),
-        Input(
-            name="lora_rank",
-            label="LoRA rank",
-            kind="int",
-            optional=True,
+        replace(
+            LORA_RANK,
             page=False,
-            minimum=1,
-            maximum=MAX_LORA_RANK,
             help="LoRA rank, for tokens= phases (base frozen: 4N + 6 N_a FLOPs per token); "
             "empty: full training, 6N",
         ),
-        Input(
-            name="lora_targets",
-            label="LoRA targets",
-            kind="text",
-            default=",".join(DEFAULT_LORA_TARGETS),
+        replace(
+            LORA_TARGETS,
             page=False,
             help="LoRA target modules or all-linear, for tokens= phases with --lora-rank",
         ),

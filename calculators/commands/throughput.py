@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
@@ -17,10 +18,10 @@ from calculators.commands.shared import (
     load_spec,
     warning_lines,
 )
-from calculators.limits import MAX_GPUS, MAX_LORA_RANK, MAX_SEQUENCE_TOKENS, MAX_TRAINING_TOKENS
+from calculators.commands.training import LORA_RANK, LORA_TARGETS
+from calculators.limits import MAX_GPUS, MAX_SEQUENCE_TOKENS, MAX_TRAINING_TOKENS
 from calculators.model.spec import position_warnings
 from calculators.training.lora import adapter_parameters_or_none
-from calculators.training.step import DEFAULT_LORA_TARGETS
 from calculators.training.throughput import inference_bounds, training_time
 from calculators.units import format_gib
 from calculators.web.render import html_table, summary
@@ -168,23 +169,12 @@ CALCULATOR = Calculator(
             choices=("bf16", "fp8"),
             help="Which dense tensor peak the MFU is taken against.",
         ),
-        Input(
-            name="lora_rank",
-            label="LoRA rank",
-            kind="int",
-            optional=True,
-            minimum=1,
-            maximum=MAX_LORA_RANK,
+        replace(
+            LORA_RANK,
             help="Empty: full training (6N FLOPs per token); a rank: LoRA on a frozen base "
             "(4N plus the adapter's 6 N_a).",
         ),
-        Input(
-            name="lora_targets",
-            label="LoRA targets",
-            kind="text",
-            default=",".join(DEFAULT_LORA_TARGETS),
-            help="Comma-separated module names, or all-linear (with a LoRA rank).",
-        ),
+        LORA_TARGETS,
         FORMAT,
         CONTEXT,
         BATCH,

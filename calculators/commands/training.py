@@ -73,6 +73,23 @@ SEQ_LEN = Input(
     maximum=MAX_SEQUENCE_TOKENS,
     help="Tokens per sequence.",
 )
+# LoRA's inputs, declared once: the training, throughput and budget calculators take them.
+LORA_RANK = Input(
+    name="lora_rank",
+    label="LoRA rank",
+    kind="int",
+    optional=True,
+    minimum=1,
+    maximum=MAX_LORA_RANK,
+    help="Empty: full fine-tuning.",
+)
+LORA_TARGETS = Input(
+    name="lora_targets",
+    label="LoRA targets",
+    kind="text",
+    default=",".join(DEFAULT_LORA_TARGETS),
+    help="Comma-separated module names, or all-linear (with a LoRA rank).",
+)
 PRECISION = Input(
     name="precision",
     label="Precision",
@@ -268,22 +285,8 @@ CALCULATOR = Calculator(
             page=False,
             help="MoE expert capacity (default dropless)",
         ),
-        Input(
-            name="lora_rank",
-            label="LoRA rank",
-            kind="int",
-            optional=True,
-            minimum=1,
-            maximum=MAX_LORA_RANK,
-            help="Empty: full fine-tuning.",
-        ),
-        Input(
-            name="lora_targets",
-            label="LoRA targets",
-            kind="text",
-            default=",".join(DEFAULT_LORA_TARGETS),
-            help="Comma-separated module names, or all-linear (with a LoRA rank).",
-        ),
+        LORA_RANK,
+        LORA_TARGETS,
         Input(
             name="base_format",
             label="Frozen base format (LoRA)",
