@@ -36,6 +36,10 @@ from statistics import NormalDist
 from calculators.checks import is_real
 from calculators.errors import InputError, shown
 
+# the bounds on a test's level, an interval's and a power, with their reasons: one set
+# for every calculator that tests or sizes
+from calculators.statistics.seeds import ALPHA_RANGE, CONFIDENCE_RANGE, POWER_MAX
+
 __all__ = [
     "ALPHA_RANGE",
     "CONFIDENCE_RANGE",
@@ -67,9 +71,6 @@ MAX_EXAMPLES = 10**9
 # large unless the discordance is tiny, and the two agree closely (the tests hold them
 # together).
 EXACT_MAX_EXAMPLES = 100_000
-ALPHA_RANGE = (1e-10, 0.5)
-CONFIDENCE_RANGE = (0.5, 1.0 - 1e-10)
-POWER_MAX = 1.0 - 1e-10
 
 _NORMAL = NormalDist()
 # Binomial terms below this share of a tail's running sum are past a double's last bit;
