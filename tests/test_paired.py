@@ -48,6 +48,7 @@ from calculators.evaluation.paired import (
     mcnemar_mid_p,
     negative_flip_rate,
     newcombe_interval,
+    normal_cdf,
     paired_difference,
     paired_table,
     wald_interval,
@@ -456,6 +457,44 @@ def test_chi_square_tail_agrees_with_the_c_library(x):
     reference = math.erfc(math.sqrt(float(x) / 2))
     assert 0 <= p <= 1
     assert p == pytest.approx(reference, rel=1e-15 * (2 + float(x)), abs=1e-300)
+
+
+# Phi(t) from mpmath 1.3.0's ncdf at 60 digits of the double t, rounded once to a double
+# (mpmath.ncdf(mpmath.mpf(t)) with mp.dps = 60); 1.959963984540054 is z_0.975.
+@pytest.mark.parametrize(
+    ("t", "expected"),
+    [
+        (-1.0, 0.15865525393145705),
+        (-1.959963984540054, 0.025000000000000012),
+        (-8.0, 6.220960574271784e-16),
+        (-12.0, 1.776482112077679e-33),
+        (0.5, 0.6914624612740131),
+        (3.0, 0.9986501019683699),
+    ],
+)
+def test_normal_cdf_is_the_correctly_rounded_value(t, expected):
+    # exact equality: the power the page prints must be the command line's, to the digit
+    assert normal_cdf(t) == expected
+
+
+@given(st.floats(min_value=-50, max_value=50))
+def test_normal_cdf_is_symmetric_and_bounded(t):
+    low, high = normal_cdf(-abs(t)), normal_cdf(abs(t))
+    assert 0 <= low <= 0.5 <= high <= 1
+    assert high == 1 - low  # the same tail, rounded the same way
+
+
+@given(st.floats(min_value=-40, max_value=40), st.floats(min_value=1e-6, max_value=5))
+def test_normal_cdf_is_monotone(t, step):
+    assert normal_cdf(t) <= normal_cdf(t + step)
+
+
+def test_normal_cdf_edges():
+    assert normal_cdf(0.0) == 0.5
+    assert normal_cdf(math.inf) == 1.0 and normal_cdf(-math.inf) == 0.0
+    assert normal_cdf(-60.0) == 0.0  # below the smallest double
+    with pytest.raises(ValueError, match="nan"):
+        normal_cdf(math.nan)
 
 
 def test_chi_square_tail_bounds():

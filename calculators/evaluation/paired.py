@@ -59,6 +59,7 @@ __all__ = [
     "mcnemar_mid_p",
     "negative_flip_rate",
     "newcombe_interval",
+    "normal_cdf",
     "paired_difference",
     "paired_table",
     "wald_interval",
@@ -278,6 +279,22 @@ def chi_square_1_sf(x: Fraction) -> float:
         for k in range(_CF_TERMS, 0, -1):
             fraction = z + Decimal(k) / 2 / fraction
         return float((-z2).exp() / _PI.sqrt() / fraction)
+
+
+def normal_cdf(t: float) -> float:
+    """Phi(t) = P(Z <= t) for a standard normal Z, the same digits in CPython and Pyodide.
+
+    Phi(t) = 1 - erfc(|t| / sqrt 2) / 2 for t >= 0 and erfc(|t| / sqrt 2) / 2 below,
+    where erfc(|t| / sqrt 2) = P(chi^2_1 >= t^2) is `chi_square_1_sf` of the exact square
+    of t. statistics.NormalDist.cdf calls the C library's erf, whose last digit differs
+    between glibc and the browser's; this rounds twice (the tail, then 1 - tail/2), each
+    an IEEE operation that every platform does alike."""
+    if not math.isfinite(t):
+        if math.isnan(t):
+            raise ValueError("t must be a number, got nan")
+        return 1.0 if t > 0 else 0.0
+    tail = chi_square_1_sf(Fraction(t) ** 2) / 2
+    return 1.0 - tail if t >= 0 else tail
 
 
 # ---- the binomial(n, 1/2) distribution ---------------------------------------------------

@@ -35,6 +35,7 @@ from statistics import NormalDist
 
 from calculators.checks import is_real
 from calculators.errors import InputError, shown
+from calculators.evaluation.paired import normal_cdf
 
 # the bounds on a test's level, an interval's and a power, with their reasons: one set
 # for every calculator that tests or sizes
@@ -482,7 +483,9 @@ def mcnemar_power_normal(
     bar = z * sqrt(discordance)
     if spread == 0.0:  # psi = |delta| = 1: every example goes b's way (or a's)
         return 1.0 if shift > bar else 0.0
-    return _NORMAL.cdf((shift - bar) / spread) + _NORMAL.cdf((-shift - bar) / spread)
+    # normal_cdf, not NormalDist.cdf: the C library's erf differs in the last digit
+    # between CPython's glibc and the browser's Pyodide
+    return normal_cdf((shift - bar) / spread) + normal_cdf((-shift - bar) / spread)
 
 
 def mcnemar_power(

@@ -37,7 +37,8 @@ so that a plan of any length is summarised in at most SCHEDULE_MAX_PERIODS rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil, floor
+from fractions import Fraction
+from math import ceil, floor, fsum
 
 from calculators.checks import fraction, non_negative_int, positive_int, positive_number
 from calculators.decimals import typed_value
@@ -313,6 +314,7 @@ class BudgetResult:
 def campaign_budget(c: Campaign) -> BudgetResult:
     """Schedule and cost `c` (see the module docstring for the formulas)."""
     plans, clock = [], 0.0
+    rounding: list[Fraction] = []
     margin = typed_value(c.margin)  # exact: see the module docstring
     for p in c.phases:
         counted = p.runs + p.control_runs  # controls run, fail and are redone like the arms
@@ -323,6 +325,9 @@ def campaign_budget(c: Campaign) -> BudgetResult:
         # the controls share the arms' waves; reruns start once a failure is seen: their
         # waves follow the phase's own
         waves = ceil(counted / concurrent) + ceil(reruns / concurrent)
+        # exact, and summed exactly below: a float sum's last digit differs between
+        # CPython 3.11 (naive) and 3.12+ (compensated, as in the browser's Pyodide)
+        rounding.append((reruns - share) * typed_value(p.gpu_hours_per_run))
         wall = waves * p.gpu_hours_per_run / p.gpus_per_run
         plans.append(
             PhasePlan(
@@ -337,13 +342,15 @@ def campaign_budget(c: Campaign) -> BudgetResult:
                 control_runs=p.control_runs,
                 control_gpu_hours=p.control_runs * p.gpu_hours_per_run,
                 reruns_exact=float(share),
-                rounding_gpu_hours=float((reruns - share) * typed_value(p.gpu_hours_per_run)),
+                rounding_gpu_hours=float(rounding[-1]),
                 arms=p.arms,
                 seeds=p.seeds,
             )
         )
         clock += wall
-    gpu_hours = sum(p.gpu_hours for p in plans)
+    # math.fsum, correctly rounded: the built-in sum() adds floats naively in CPython 3.11
+    # and with compensation from 3.12 (the browser's Pyodide), so its last digit differs
+    gpu_hours = fsum(p.gpu_hours for p in plans)
     cost = gpu_hours * c.price_per_gpu_hour
     packages = (
         c.packages if c.packages is not None else example_packages(c.gpus, c.price_per_gpu_hour)
@@ -364,7 +371,7 @@ def campaign_budget(c: Campaign) -> BudgetResult:
     return BudgetResult(
         phases=tuple(plans),
         gpu_hours=gpu_hours,
-        margin_gpu_hours=sum(p.margin_gpu_hours for p in plans),
+        margin_gpu_hours=fsum(p.margin_gpu_hours for p in plans),
         wall_hours=clock,
         cost_usd=cost,
         cost_per_decision=None if c.decisions is None else cost / c.decisions,
@@ -372,10 +379,10 @@ def campaign_budget(c: Campaign) -> BudgetResult:
         schedule=_schedule(plans, period),
         schedule_period_days=period,
         control_runs=sum(p.control_runs for p in plans),
-        control_gpu_hours=sum(p.control_gpu_hours for p in plans),
+        control_gpu_hours=fsum(p.control_gpu_hours for p in plans),
         reruns=sum(p.reruns for p in plans),
         pooled_reruns=ceil(margin * sum(p.runs + p.control_runs for p in c.phases)),
-        rounding_gpu_hours=sum(p.rounding_gpu_hours for p in plans),
+        rounding_gpu_hours=float(sum(rounding)),
     )
 
 
