@@ -35,10 +35,15 @@ COVERED_BY = {
         "tests/test_tinylm.py",
         "tests/test_tinylm_forward.py",
         "tests/test_lessons_onramp.py",
+        "tests/test_lessons_reading_time.py",
     ],
     "docs/data/adaptation/contribution/": ["tests/test_adaptation_contribution.py"],
     "docs/data/evaluation/": ["tests/test_evaluation_examples.py"],
-    "docs/hooks/": ["tests/test_web_hook.py", "tests/test_notebook_cache.py"],
+    "docs/hooks/": [
+        "tests/test_web_hook.py",
+        "tests/test_notebook_cache.py",
+        "tests/test_notebook_going_deeper.py",
+    ],
     "tests/probes_helpers.py": ["tests/test_probes_cli.py"],
 }
 

@@ -974,10 +974,88 @@ def notebook_calculators(html: str, page: Any) -> str:
     return _NOTEBOOK_CALCULATOR.sub(form, html)
 
 
+# The tag a lesson's cells carry to be folded into a collapsed "Going deeper" block, and the
+# title its first (Markdown) cell opens with: `**Going deeper: TITLE**`.
+DEEPER_TAG = "going-deeper"
+_DIV = re.compile(r"<div\b[^>]*>|</div>")
+_CELL_CLASS = re.compile(r'^<div\b[^>]*\bclass="jp-Cell jp-(Markdown|Code)Cell\b')
+_DEEPER_TITLE = re.compile(r"<strong>Going deeper: (.+?)</strong>\s*", re.S)
+
+
+def _top_cells(html: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of each cell of the notebook, in order: a cell's div runs to its
+    matching </div>. Cells are siblings; a code cell's template nests one cell div in
+    another, so only the outermost counts."""
+    cells, depth, opened = [], 0, None
+    for m in _DIV.finditer(html):
+        if m.group().startswith("</"):
+            depth -= 1
+            if opened is not None and depth == opened[0]:
+                cells.append((opened[1], m.end(), opened[2]))
+                opened = None
+            continue
+        kind = _CELL_CLASS.match(m.group())
+        if opened is None and kind:
+            opened = (depth, m.start(), kind.group(1))
+        depth += 1
+    return cells
+
+
+_MARKDOWN_OUTPUT = re.compile(r'<div class="[^"]*\bjp-MarkdownOutput\b[^"]*"')
+_OPENING_DIV = re.compile(r"^<div\b[^>]*>")
+
+
+def _tagged(cell_html: str, kind: str) -> bool:
+    """A cell carries the tag: nbconvert writes it as the class celltag_TAG on a code
+    cell's outer div and on a Markdown cell's rendered-output div."""
+    where = _MARKDOWN_OUTPUT if kind == "Markdown" else _OPENING_DIV
+    tag = where.search(cell_html)
+    return tag is not None and f"celltag_{DEEPER_TAG}" in tag.group()
+
+
+def notebook_going_deeper(html: str, where: str) -> str:
+    """Consecutive cells tagged `going-deeper` folded into one collapsed note titled
+    "Going deeper: TITLE" (styled like the guides' collapsed notes), so that the lesson's
+    main path reads straight on while its internals stay one click away; the cells were
+    executed like the others, so their assertions ran. In Jupyter the tag is invisible and
+    the cells show as usual. A block must open with a Markdown cell whose first words are
+    `**Going deeper: TITLE**`: the build stops otherwise."""
+    cells = _top_cells(html)
+    out, last, i = [], 0, 0
+    while i < len(cells):
+        start, end, kind = cells[i]
+        if not _tagged(html[start:end], kind):
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(cells) and _tagged(
+            html[cells[j + 1][0] : cells[j + 1][1]], cells[j + 1][2]
+        ):
+            j += 1
+        first = html[start:end]
+        title = _DEEPER_TITLE.search(first) if kind == "Markdown" else None
+        if title is None:
+            raise PluginError(
+                f"{where}: a '{DEEPER_TAG}' block must open with a Markdown cell whose first "
+                "words are **Going deeper: TITLE**"
+            )
+        summary = re.sub(r"<[^>]+>", "", title.group(1)).strip()
+        body = first[: title.start()] + first[title.end() :] + html[end : cells[j][1]]
+        out += [
+            html[last:start],
+            f'<details class="note kd-deeper"><summary>Going deeper: {summary}</summary>\n',
+            body,
+            "\n</details>",
+        ]
+        last, i = cells[j][1], j + 1
+    return "".join(out) + html[last:]
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     if page.file.src_uri.endswith(".ipynb"):
         html = notebook_math(notebook_links(html, page, files))
         html = notebook_calculators(html, page)
+        html = notebook_going_deeper(html, page.file.src_uri)
     html = render_math(html, page.file.src_uri)
     forms = _forms.pop(page.file.src_uri, [])
     for i, form in enumerate(forms):
