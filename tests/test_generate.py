@@ -104,6 +104,34 @@ def test_the_orders_give_different_text_from_the_same_seed() -> None:
     assert hf["generated"] != ll["generated"]
 
 
+TRAIN_TEXT = Path(__file__).resolve().parents[1] / "probes" / "data" / "corpus" / "train.txt"
+
+
+def _longest_copied(text: str, source: str) -> str:
+    """The longest piece of `text` found verbatim in `source`."""
+    best = ""
+    for i in range(len(text)):
+        j = i + len(best) + 1
+        while j <= len(text) and text[i:j] in source:
+            best, j = text[i:j], j + 1
+    return best
+
+
+# About four words: common phrases of the guides are shorter ("GPU memory " is 11).
+RECITED = 20
+
+
+@pytest.mark.parametrize("seed", ["1", "2", "3", "4", "5"])
+def test_the_widgets_model_writes_rather_than_recites(seed: str) -> None:
+    # issue 25: the model trained to its last step had learned its text by heart, and the
+    # widget's default output (seed 1) repeated a heading of the corpus verbatim ("\n\n##
+    # Check it on a GPU", 23 characters); the model stopped at its best validation loss
+    # brings back no stretch that long
+    generated = compute("generate", {"seed": seed})["generated"]
+    copied = _longest_copied(generated, TRAIN_TEXT.read_text(encoding="utf-8"))
+    assert len(copied) < RECITED, copied
+
+
 # ---- the knobs on the real model -----------------------------------------------------
 
 

@@ -74,7 +74,8 @@ def result_json(
             "d_model": model.d_model,
             "n_heads": model.n_heads,
             "n_layers": len(model.blocks),
-            "training": model.training,
+            # the training record's single values; its loss curve stays in the file
+            "training": {k: v for k, v in model.training.items() if not isinstance(v, list | dict)},
         },
         "vocab": vocab,
         "prompt": prompt,

@@ -8,9 +8,19 @@ reads the weights from the file this script writes, `tinylm-weights.json`, next 
     python docs/learn/export_tinylm.py --steps 20 --out /tmp/w.json   # a quick trial
 
 Training is deterministic on one machine: the weights are drawn from `SEED`, the batches
-from a generator seeded with `SEED`, and AdamW runs `STEPS` steps at a learning rate that
-warms up over `WARMUP` steps and decays along a cosine to a tenth of `LR`. (Another CPU,
-thread count or torch version may round differently and give other, equally good weights.)
+from a generator seeded with `SEED`, and AdamW runs at most `STEPS` steps at a learning
+rate that warms up over `WARMUP` steps and decays along a cosine to a tenth of `LR`.
+(Another CPU, thread count or torch version may round differently and give other,
+equally good weights.)
+
+Early stopping. The corpus is small (about 50,000 characters) and the model learns it
+by heart if trained long enough: its training loss keeps falling while its loss on text
+it has not seen turns up. So the last tenth of train.txt is held back as a validation
+split; every `EVAL_EVERY` steps the model's loss on the whole of it is measured, the best
+weights so far are kept, and training stops once `PATIENCE` measurements in a row have
+not improved on the best. The file holds the best weights, the curve of training and
+validation losses, and, measured once at the end, the loss on eval.txt (other guides of
+the site, never used to choose anything): the figure to quote for the model.
 
 The file holds the model's config, its vocabulary (one character per token id), how it
 was trained (settings, final loss, torch version) and every tensor of its state_dict as
@@ -22,6 +32,7 @@ as the same float32. The output layer is tied to the token embedding (one tensor
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import struct
@@ -44,7 +55,9 @@ BATCH = 32  # windows per step
 LR = 1e-2
 WARMUP = 50
 FINAL_LR_FRACTION = 0.1
-EVAL_BATCHES = 8
+VALIDATION_SHARE = 0.1  # the last tenth of train.txt: the split that decides when to stop
+EVAL_EVERY = 50  # steps between two validation measurements
+PATIENCE = 4  # measurements without a new best before training stops
 
 
 def lr_factor(step: int, steps: int) -> float:
@@ -56,28 +69,59 @@ def lr_factor(step: int, steps: int) -> float:
     return FINAL_LR_FRACTION + (1 - FINAL_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
+def split_loss(model: tinylm.TinyGPT, ids: torch.Tensor) -> float:
+    """Mean cross-entropy (nats per character) over the whole of `ids`, cut into
+    consecutive windows of the model's context (the last partial window left out), in
+    eval mode: every character of the split counted once, no sampling noise."""
+    context = model.cfg.context
+    windows = (len(ids) - 1) // context
+    x = ids[: windows * context].view(windows, context)
+    y = ids[1 : windows * context + 1].view(windows, context)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+    model.train(was_training)
+    return loss
+
+
 def train(steps: int = STEPS, seed: int = SEED) -> tuple[tinylm.TinyGPT, tinylm.Corpus, dict]:
-    """The model after `steps` AdamW steps on the corpus, with its held-out loss."""
+    """The model at its lowest validation loss within `steps` AdamW steps (module
+    docstring), with the curve that chose it and its loss on the held-out eval.txt."""
     corpus = tinylm.load_corpus()
+    cut = round(len(corpus.train) * (1 - VALIDATION_SHARE))
+    fit, validation = corpus.train[:cut], corpus.train[cut:]
     model = tinylm.make_model(corpus, seed=seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps))
     generator = torch.Generator().manual_seed(seed)
-    loss = torch.tensor(math.nan)
-    for _ in range(steps):
-        x, y = tinylm.get_batch(corpus.train, BATCH, model.cfg.context, generator)
+    curve: list[list[float]] = []
+    best_loss, best_step, best_state, since_best = math.inf, 0, None, 0
+    recent: list[float] = []
+    for step in range(1, steps + 1):
+        x, y = tinylm.get_batch(fit, BATCH, model.cfg.context, generator)
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         schedule.step()
+        recent.append(loss.item())
+        if step % EVAL_EVERY and step != steps:
+            continue
+        measured = split_loss(model, validation)
+        # the training loss as the batches since the last measurement saw it
+        curve.append([step, round(sum(recent) / len(recent), 4), round(measured, 4)])
+        recent = []
+        if measured < best_loss:
+            best_loss, best_step, since_best = measured, step, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            since_best += 1
+            if since_best >= PATIENCE:
+                break
+    assert best_state is not None  # at least one measurement: the last step's
+    model.load_state_dict(best_state)
     model.eval()
-    with torch.no_grad():
-        held_out = torch.Generator().manual_seed(seed + 1)
-        losses = []
-        for _ in range(EVAL_BATCHES):
-            x, y = tinylm.get_batch(corpus.eval, BATCH, model.cfg.context, held_out)
-            losses.append(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item())
     training = {
         "seed": seed,
         "steps": steps,
@@ -86,8 +130,16 @@ def train(steps: int = STEPS, seed: int = SEED) -> tuple[tinylm.TinyGPT, tinylm.
         "lr": LR,
         "warmup_steps": WARMUP,
         "final_lr_fraction": FINAL_LR_FRACTION,
-        "train_loss_last_step": round(loss.item(), 4),
-        "eval_loss": round(sum(losses) / len(losses), 4),
+        "validation_share": VALIDATION_SHARE,
+        "eval_every": EVAL_EVERY,
+        "patience": PATIENCE,
+        "stopped_at_step": curve[-1][0],
+        "best_step": best_step,
+        "curve_columns": ["step", "train_loss", "validation_loss"],
+        "curve": curve,
+        "train_loss": round(split_loss(model, fit), 4),
+        "validation_loss": round(best_loss, 4),
+        "eval_loss": round(split_loss(model, corpus.eval), 4),
         "torch": torch.__version__.split("+")[0],
     }
     return model, corpus, training
@@ -161,7 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     model, corpus, training = train(args.steps, args.seed)
     args.out.write_text(weights_json(model, corpus, training), encoding="utf-8")
     size = args.out.stat().st_size
-    print(f"{args.out}: {size:,} bytes; held-out loss {training['eval_loss']} nats/character")
+    print(
+        f"{args.out}: {size:,} bytes; best step {training['best_step']} of "
+        f"{training['stopped_at_step']}; losses (nats/character): train "
+        f"{training['train_loss']}, validation {training['validation_loss']}, "
+        f"held-out {training['eval_loss']}"
+    )
     return 0
 
 
