@@ -1,10 +1,13 @@
 """throughput: training tokens/s and MFU, and decode tokens/s, on the device at hand.
 
 Training: `--warmup` untimed steps, then `--steps` timed ones (synchronised on CUDA);
-tokens/s = steps x micro_batch x seq_len / seconds. MFU = tokens/s x
-`calculators.training.throughput.training_flops_per_token(spec, seq_len)` / the catalog's dense
-BF16 peak of the detected card (`calculators.memory.gpus`, matched by name; `--gpu` chooses
-one). Without a catalog card (a CPU) MFU is not reported: there is no peak to divide by.
+tokens/s = steps x micro_batch x seq_len / seconds. MFU = tokens/s x FLOPs per token / the
+catalog's dense BF16 peak of the detected card (`calculators.memory.gpus`, matched by name;
+`--gpu` chooses one). FLOPs per token: `training_flops_per_token(spec, seq_len)` (6 N +
+attention) for full training; with `--lora-rank`, `frozen_base_training_flops_per_token`
+(4 N + 6 N_a + attention, N_a the adapter parameters the probe itself created), since a
+frozen base computes no weight gradients (both in `calculators.training.throughput`).
+Without a catalog card (a CPU) MFU is not reported: there is no peak to divide by.
 
 Decode: a prefill of `--context` tokens for `--batch` sequences, then `--decode-tokens`
 single-token steps with a KV cache; decode tokens/s = batch x tokens / seconds. The
@@ -25,7 +28,11 @@ import torch
 
 from calculators.memory.gpus import GPUS, get_gpu
 from calculators.model.spec import ModelSpec
-from calculators.training.throughput import inference_bounds, training_flops_per_token
+from calculators.training.throughput import (
+    frozen_base_training_flops_per_token,
+    inference_bounds,
+    training_flops_per_token,
+)
 from probes.report import Phases
 from probes.setup import Trainer, apply_lora, batches, build
 from probes.train_step import StepSettings
@@ -60,6 +67,20 @@ def detect_card(device: str, gpu: str | None) -> str | None:
     return card_for(props.name, props.total_memory)
 
 
+def step_flops_per_token(
+    spec: ModelSpec, seq_len: int, adapter_parameters: int | None
+) -> tuple[int, str]:
+    """(FLOPs per token of the step that was timed, its formula): 6 N + attention when every
+    parameter trains, 4 N + 6 N_a + attention when only `adapter_parameters` adapters
+    train on a frozen base (calculators.training.throughput, where both are derived)."""
+    if adapter_parameters is None:
+        return training_flops_per_token(spec, seq_len), "6 N + 3 x attention (full training)"
+    return (
+        frozen_base_training_flops_per_token(spec, seq_len, adapter_parameters),
+        "4 N + 6 N_a + 3 x attention (LoRA, base frozen)",
+    )
+
+
 def training_rate(
     spec: ModelSpec,
     config: dict[str, Any],
@@ -67,7 +88,7 @@ def training_rate(
     device: str,
     warmup: int,
     phases: Phases,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     phases.current = "training"
     model = build(
         spec,
@@ -78,8 +99,7 @@ def training_rate(
         checkpointing=s.checkpointing,
         seed=s.seed,
     )
-    if s.lora_rank is not None:
-        apply_lora(model, s.lora_rank, s.lora_targets)
+    adapters = None if s.lora_rank is None else apply_lora(model, s.lora_rank, s.lora_targets)
     trainer = Trainer(
         model,
         precision=s.precision,
@@ -103,7 +123,11 @@ def training_rate(
         step()
     _sync(device)
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "tokens_per_second": s.steps * s.micro_batch * s.seq_len / seconds}
+    return {
+        "seconds": seconds,
+        "tokens_per_second": s.steps * s.micro_batch * s.seq_len / seconds,
+        "adapter_parameters": adapters,
+    }
 
 
 def decode_rate(
@@ -152,7 +176,8 @@ def throughput_probe(
     bf16 = ("bf16", "bf16-fp32-master", "amp-bf16")
     dtype = torch.bfloat16 if s.precision in bf16 else torch.float32
     decode = decode_rate(spec, device, dtype, args.context, args.batch, args.decode_tokens, phases)
-    flops_per_token = training_flops_per_token(spec, s.seq_len)
+    adapters = train["adapter_parameters"]
+    flops_per_token, formula = step_flops_per_token(spec, s.seq_len, adapters)
     measured: dict[str, float] = {
         "training_tokens_per_second": train["tokens_per_second"],
         "decode_tokens_per_second": decode["tokens_per_second"],
@@ -168,6 +193,8 @@ def throughput_probe(
     details: dict[str, Any] = {
         "card": card,
         "flops_per_token": flops_per_token,
+        "flops_per_token_formula": formula,
+        "adapter_parameters": adapters,
         "training_seconds": train["seconds"],
         "decode_seconds": decode["seconds"],
     }
@@ -190,6 +217,11 @@ def throughput_probe(
         "command": (
             f"python -m calculators throughput --model MODEL --gpu {card} "
             f"--mfu {measured['mfu']:.3f} --seq-len {s.seq_len}"
+            + (
+                ""
+                if adapters is None
+                else f" --lora-rank {s.lora_rank} --lora-targets {','.join(s.lora_targets)}"
+            )
             if "mfu" in measured
             else None
         ),
@@ -208,6 +240,8 @@ def throughput_probe(
             "batch": args.batch,
             "decode_tokens": args.decode_tokens,
             "device": device,
+            "lora_rank": s.lora_rank,
+            "lora_targets": list(s.lora_targets) if s.lora_rank is not None else None,
         },
         "estimate": estimate,
         "measured": measured,

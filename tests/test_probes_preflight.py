@@ -10,6 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from calculators.model.spec import ModelSpec
+from calculators.training.lora import adapter_parameters_or_none
+from calculators.training.step import DEFAULT_LORA_TARGETS
+from calculators.training.throughput import frozen_base_training_flops_per_token
 from tests.probes_helpers import ROOT, run_probe, torchrun
 
 torch = pytest.importorskip("torch")
@@ -18,6 +22,7 @@ from probes.preflight import data_order, learning  # noqa: E402
 from probes.preflight.outcome import CheckOutcome  # noqa: E402
 from probes.preflight.reused import planned_run_seconds  # noqa: E402
 from probes.preflight.settings import CHECKS  # noqa: E402
+from probes.setup import load_config  # noqa: E402
 from probes.train_step import StepSettings  # noqa: E402
 
 FAST = ("--device", "cpu", "--seq-len", "32", "--overfit-steps", "40")
@@ -174,9 +179,20 @@ def test_lora_trains_the_adapters_only(tmp_path) -> None:
         "--lora-rank",
         "4",
         "--checks",
-        "gradients",
+        "gradients,speed",
     )
     assert code == 0 and r is not None
+    # the speed check counts a frozen base's FLOPs: 4 N + 6 N_a per token (issue 23)
+    speed = _check(r, "speed")["details"]
+    spec = ModelSpec.from_hf_config(load_config("tiny-llama", None)[0])
+    adapters = adapter_parameters_or_none(spec, 4, ",".join(DEFAULT_LORA_TARGETS))
+    assert speed["adapter_parameters"] == adapters
+    assert speed["flops_per_token"] == frozen_base_training_flops_per_token(
+        spec,
+        32,
+        adapters,  # FAST's --seq-len
+    )
+    assert speed["flops_per_token_formula"].startswith("4 N + 6 N_a")
     two = _check(r, "gradients")
     # all-attention on 2 layers: q, k, v, o each with A and B
     assert two["status"] == "pass" and two["measured"]["trainable_tensors"] == 2 * 4 * 2

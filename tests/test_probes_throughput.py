@@ -59,3 +59,48 @@ def test_card_detection() -> None:
 )
 def test_card_from_the_device_name(name: str, total: int, card: str | None) -> None:
     assert card_for(name, total) == card
+
+
+def test_lora_counts_the_frozen_base_flops(tmp_path) -> None:
+    # issue 23: a LoRA step computes no weight gradients for the base, 4 N + 6 N_a FLOPs
+    # per token, not 6 N; the adapters are the ones the probe created, which the
+    # calculators count the same way for the same rank and targets
+    from calculators.model.spec import ModelSpec
+    from probes.setup import load_config
+    from calculators.training.lora import adapter_parameters_or_none
+    from calculators.training.throughput import (
+        frozen_base_training_flops_per_token,
+        training_flops_per_token,
+    )
+
+    code, r = run_probe(
+        tmp_path,
+        "throughput",
+        "--config",
+        "tiny-llama",
+        "--device",
+        "cpu",
+        "--steps",
+        "2",
+        "--warmup",
+        "0",
+        "--seq-len",
+        "32",
+        "--decode-tokens",
+        "2",
+        "--context",
+        "8",
+        "--lora-rank",
+        "4",
+    )
+    assert code == 0 and r and r["status"] == "ok"
+    spec = ModelSpec.from_hf_config(load_config("tiny-llama", None)[0])
+    d = r["details"]
+    assert d["adapter_parameters"] == adapter_parameters_or_none(
+        spec, 4, ",".join(r["inputs"]["lora_targets"])
+    )
+    assert d["flops_per_token"] == frozen_base_training_flops_per_token(
+        spec, 32, d["adapter_parameters"]
+    )
+    assert d["flops_per_token"] < training_flops_per_token(spec, 32)
+    assert d["flops_per_token_formula"].startswith("4 N + 6 N_a")

@@ -301,14 +301,15 @@ def speed(
     """Check 8: tokens/s after warm-up (throughput probe), MFU against the catalog card's
     dense BF16 peak, and the planned run's time and cost; with --min-mfu an MFU floor."""
     from calculators.memory.gpus import get_gpu
-    from calculators.training.throughput import training_flops_per_token, training_time
-    from probes.throughput import detect_card, training_rate
+    from calculators.training.throughput import training_time
+    from probes.throughput import detect_card, step_flops_per_token, training_rate
 
     out = CheckOutcome(number=8, id="speed", title="Speed and the planned run")
     rate = training_rate(spec, config, replace(s, steps=p.speed_steps), device, p.warmup, phases)
     tps = rate["tokens_per_second"]
     card = detect_card(device, p.gpu) if device.startswith("cuda") else None
-    per_token = training_flops_per_token(spec, s.seq_len)
+    adapters = rate["adapter_parameters"]  # LoRA: 4 N + 6 N_a per token, not 6 N
+    per_token, formula = step_flops_per_token(spec, s.seq_len, adapters)
     mfu = tps * per_token / (get_gpu(card).bf16_dense_tflops * 1e12) if card else None
     gpus = p.gpus or world
     out.measured = {"tokens_per_second": tps, "mfu": mfu}
@@ -316,6 +317,8 @@ def speed(
     out.details = {
         "card": card,
         "flops_per_token": per_token,
+        "flops_per_token_formula": formula,
+        "adapter_parameters": adapters,
         "timed_steps": p.speed_steps,
         "warmup_steps": p.warmup,
         "gpus": gpus,
@@ -325,7 +328,13 @@ def speed(
     if p.tokens is not None:
         if mfu is not None and 0 < mfu <= 1:
             t = training_time(
-                spec, tokens=p.tokens, seq_len=s.seq_len, gpu=card, gpus=gpus, mfu=mfu
+                spec,
+                tokens=p.tokens,
+                seq_len=s.seq_len,
+                gpu=card,
+                gpus=gpus,
+                mfu=mfu,
+                adapter_parameters=adapters,
             )
             seconds, hours = t.seconds, t.gpu_hours
         else:
