@@ -66,12 +66,12 @@ def test_lora_counts_the_frozen_base_flops(tmp_path) -> None:
     # per token, not 6 N; the adapters are the ones the probe created, which the
     # calculators count the same way for the same rank and targets
     from calculators.model.spec import ModelSpec
-    from probes.setup import load_config
     from calculators.training.lora import adapter_parameters_or_none
     from calculators.training.throughput import (
         frozen_base_training_flops_per_token,
         training_flops_per_token,
     )
+    from probes.setup import load_config
 
     code, r = run_probe(
         tmp_path,
