@@ -1,6 +1,6 @@
 """The lessons' on-ramp and the fixes issue 25 asked for: lesson 0's picture of tinylm
 (docs/learn/tinylm_diagram.py), the lessons' place in the navigation and the index, and
-lesson 8's dropout hook, which must drop in training mode only.
+lesson 9's dropout hook, which must drop in training mode only.
 
 The notebooks themselves are executed by the site build (mkdocs-jupyter, `allow_errors:
 false`), which is what checks each lesson's assertions; these tests hold what the build
@@ -103,10 +103,10 @@ def test_every_lesson_is_in_the_nav_and_the_index_in_order() -> None:
     assert table == lessons
 
 
-def test_lesson_8s_dropout_hook_drops_in_training_mode_only() -> None:
+def test_lesson_9s_dropout_hook_drops_in_training_mode_only() -> None:
     torch = pytest.importorskip("torch")
     namespace: dict = {"torch": torch}
-    exec(_cell("08-checkpoints-that-resume.ipynb", "l08-12"), namespace)
+    exec(_cell("09-checkpoints-that-resume.ipynb", "l08-12"), namespace)
     hook = namespace["embedding_dropout"]
     torch.manual_seed(0)
     embedding = torch.nn.Embedding(10, 16)

@@ -61,7 +61,7 @@ def test_a_knob_changes_the_distribution_and_the_seed_fixes_the_sentence(
 
 def test_the_lesson_links_to_the_widget(watched: Watched, base_url: str) -> None:
     page = watched.page
-    page.goto(base_url + "learn/10-sampling-knobs/")
+    page.goto(base_url + "learn/11-sampling-knobs/")
     link = page.locator("a[href*='calculators/generate']").first
     expect(link).to_be_attached()
     link.click()
@@ -70,10 +70,10 @@ def test_the_lesson_links_to_the_widget(watched: Watched, base_url: str) -> None
 
 
 def test_the_widget_runs_in_the_lesson_page_itself(watched: Watched, base_url: str) -> None:
-    # docs/learn/10-sampling-knobs.ipynb names the calculator in a Markdown cell
+    # docs/learn/11-sampling-knobs.ipynb names the calculator in a Markdown cell
     # ([[calculator generate ...]]); the hook puts the live form there.
     page = watched.page
-    page.goto(base_url + "learn/10-sampling-knobs/")
+    page.goto(base_url + "learn/11-sampling-knobs/")
     wait_ready(page, NAME)
     first = result_json(page, NAME)
     assert first == cpython(NAME, inputs_of(page, NAME))
