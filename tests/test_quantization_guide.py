@@ -59,7 +59,7 @@ def uc() -> dict[str, Any]:
             **WORKLOAD,
             "gpus": "l40s,h100-sxm,h200",
             "formats": GGUF,
-            "prefill_chunk": "8192",
+            "vllm_chunk": "true",
             "price": PRICES,
         },
     )
@@ -69,7 +69,13 @@ def uc() -> dict[str, Any]:
 def whole() -> dict[str, Any]:
     return compute(
         "useful-cost",
-        {**WORKLOAD, "gpus": "l40s,h100-sxm,h200", "formats": GGUF, "prefill_chunk": ""},
+        {
+            **WORKLOAD,
+            "gpus": "l40s,h100-sxm,h200",
+            "formats": GGUF,
+            "prefill_chunk": "",
+            "vllm_chunk": "false",
+        },
     )
 
 
@@ -81,7 +87,7 @@ def served() -> dict[str, Any]:
             **WORKLOAD,
             "gpus": "h100-sxm,h200",
             "formats": SERVED,
-            "prefill_chunk": "8192",
+            "vllm_chunk": "true",
             "price": "h100-sxm=2.50\nh200=3.50",
         },
     )
@@ -89,13 +95,14 @@ def served() -> dict[str, Any]:
 
 def test_the_page_blocks_are_the_inputs_these_tests_compute() -> None:
     b = _blocks()
-    for ex, gpus, formats, chunk in (
-        ("uc", "l40s,h100-sxm,h200", GGUF, "8192"),
-        ("whole", "l40s,h100-sxm,h200", GGUF, ""),
-        ("served", "h100-sxm,h200", SERVED, "8192"),
+    for ex, gpus, formats, vllm in (
+        ("uc", "l40s,h100-sxm,h200", GGUF, "true"),
+        ("whole", "l40s,h100-sxm,h200", GGUF, "false"),
+        ("served", "h100-sxm,h200", SERVED, "true"),
     ):
         assert b[ex]["_calculator"] == "useful-cost"
-        assert (b[ex]["gpus"], b[ex]["formats"], b[ex]["prefill_chunk"]) == (gpus, formats, chunk)
+        assert (b[ex]["gpus"], b[ex]["formats"], b[ex].get("vllm_chunk")) == (gpus, formats, vllm)
+        assert b[ex].get("prefill_chunk", "") == ""
         assert (b[ex]["context"], b[ex]["sequences"]) == ("8192", "16")
     assert b["uc"]["price"] == PRICES
 
@@ -108,15 +115,18 @@ def test_chunked_prefill_fits_every_combination_on_one_card(uc) -> None:
     assert _row(uc, "bf16/bf16/l40s")["max_sequences"] >= 16
 
 
-def test_the_page_chunk_is_vllm_serves_default_on_h100_and_h200_and_larger_than_l40s() -> None:
-    # "[[uc:prefill_chunk]] tokens per step here, the `vllm serve` default on an H100 or
-    # H200"; the calculator paragraph: "as vLLM does on the H100 and H200"
+def test_each_card_prefills_in_vllm_serves_default_chunk(uc, served) -> None:
+    # "here each card's `vllm serve` default: [[uc:...l40s.prefill_chunk]] tokens per step on
+    # the L40S, [[uc:...h100-sxm.prefill_chunk]] on the H100 and H200": the serve
+    # calculator's default max_num_batched_tokens on each card, from vLLM's own rule
     def default_chunk(gpu: str) -> int:
         r = compute("serve", {"model": "llama-3.1-8b", "gpu": gpu, "max_model_len": "8192"})
         return r["max_num_batched_tokens"]
 
+    for r in [*uc["rows"], *served["rows"]]:
+        assert r["prefill_chunk"] == default_chunk(r["gpu"])
     assert default_chunk("h100-sxm") == default_chunk("h200") == 8192
-    assert default_chunk("l40s") < 8192
+    assert default_chunk("l40s") == 2048
 
 
 def test_whole_batch_prefill_needs_two_l40s_for_bf16_only(uc, whole) -> None:

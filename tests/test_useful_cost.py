@@ -416,3 +416,40 @@ def test_the_frontier_is_exactly_the_undominated_rows(spec, values, better):
 
     for r in rows:
         assert r.frontier == (not any(dominates(o, r) for o in rows))
+
+
+def test_vllm_chunk_gives_each_card_vllm_serves_default():
+    # vllm/engine/arg_utils.py (0.9+), get_batch_defaults: `vllm serve` takes 8192 tokens
+    # per step on a card of at least 70 GiB that is not an A100, else 2048 (the serve
+    # calculator's runtimes.vllm_batch_defaults); each row is the fixed chunk's row
+    gpus = ("l40s", "a100-80gb", "h100-sxm", "h200")
+    r = useful_cost(LLAMA, query(gpus=gpus, prefill_chunk=None, vllm_chunk=True, prices={}))
+    chunks = {row.gpu: row.prefill_chunk for row in r.rows}
+    assert chunks == {"l40s": 2048, "a100-80gb": 2048, "h100-sxm": 8192, "h200": 8192}
+    for gpu, chunk in chunks.items():
+        fixed = useful_cost(LLAMA, query(gpus=(gpu,), prefill_chunk=chunk, prices={}))
+        assert r.row(f"bf16/bf16/{gpu}").per_card == fixed.row(f"bf16/bf16/{gpu}").per_card
+
+
+def test_vllm_chunk_and_a_chunk_of_ones_own_are_refused_together():
+    with pytest.raises(InputError, match="prefill_chunk must be empty when vllm_chunk is set") as e:
+        query(vllm_chunk=True, prefill_chunk=4096)
+    assert e.value.field == "prefill_chunk"
+
+
+def test_the_text_says_how_the_prefill_was_counted():
+    from calculators.commands.useful_cost import prefill_line
+
+    def line(**kw):
+        q = query(gpus=("l40s", "h200"), prices={}, **kw)
+        rows = [
+            {"gpu": r.gpu, "prefill_chunk": r.prefill_chunk} for r in useful_cost(LLAMA, q).rows
+        ]
+        return prefill_line({"rows": rows, "vllm_chunk": q.vllm_chunk})
+
+    assert line(prefill_chunk=None, vllm_chunk=True) == (
+        "Prefill in chunks of 2,048 tokens on l40s; 8,192 tokens on h200 "
+        "(vllm serve's default on each card)."
+    )
+    assert line(prefill_chunk=4096) == "Prefill in chunks of 4,096 tokens on l40s, h200."
+    assert line(prefill_chunk=None).startswith("Prefill: every prompt of the workload in one")

@@ -53,6 +53,7 @@ def result_json(spec_name: str, q: UsefulCostQuery, r: UsefulCostResult) -> dict
         "kv_formats": list(q.kv_formats),
         "max_cards": q.max_cards,
         "prefill_chunk": q.prefill_chunk,
+        "vllm_chunk": q.vllm_chunk,
         "prices": dict(q.prices),
         "quality_better": q.quality_better,
         "rows": rows,
@@ -132,6 +133,23 @@ def _by_cost(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
+def prefill_line(r: dict[str, Any]) -> str:
+    """How the rows count the prefill's activations: the chunk on each card, or one pass."""
+    by_chunk: dict[int | None, list[str]] = {}
+    for row in r["rows"]:
+        cards = by_chunk.setdefault(row["prefill_chunk"], [])
+        if row["gpu"] not in cards:
+            cards.append(row["gpu"])
+    if list(by_chunk) == [None]:
+        return (
+            "Prefill: every prompt of the workload in one forward pass, as transformers' "
+            "generate() does (a server that prefills in chunks needs less)."
+        )
+    parts = [f"{chunk:,} tokens on {', '.join(cards)}" for chunk, cards in by_chunk.items()]
+    where = " (vllm serve's default on each card)" if r["vllm_chunk"] else ""
+    return f"Prefill in chunks of {'; '.join(parts)}{where}."
+
+
 def _cheapest_line(r: dict[str, Any]) -> str:
     if not r["cheapest"]:
         return "No row both fits and has a price."
@@ -153,6 +171,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         prices=parse_card_prices(args.price or ()),
         max_cards=args.max_cards,
         prefill_chunk=args.prefill_chunk,
+        vllm_chunk=args.vllm_chunk,
         quality=parse_quality(args.quality or ()),
         quality_better=args.quality_better,
     )
@@ -163,6 +182,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         table(_head(data), [_cells(row, q.max_cards) for row in _by_cost(data["rows"])]),
         "",
         _cheapest_line(data),
+        prefill_line(data),
         *data["notes"],
         NOTE,
     ]
@@ -204,6 +224,8 @@ def html(r: dict[str, Any]) -> str:
             summary(
                 f"{r['model']}, {r['sequences']:,} sequences x {r['context']:,} tokens. "
                 + _cheapest_line(r)
+                + " "
+                + prefill_line(r)
             ),
             chart,
             html_table(
@@ -289,12 +311,21 @@ CALCULATOR = Calculator(
             label="Prefill chunk",
             kind="int",
             optional=True,
-            example=8192,
             unit="tokens",
             minimum=1,
             maximum=MAX_SEQUENCE_TOKENS,
             help="Tokens per prefill step (your server's max_num_batched_tokens); empty: "
             "every prompt of the workload prefilled in one step.",
+        ),
+        Input(
+            name="vllm_chunk",
+            label="vLLM's chunk per card",
+            kind="bool",
+            default=False,
+            example=True,
+            help="Each card prefills in the chunk vllm serve takes on it by default "
+            "(2048 tokens below 70 GiB or on an A100, 8192 above); leave the prefill "
+            "chunk empty.",
         ),
         Input(
             name="quality",

@@ -10,7 +10,10 @@ parallelism:
 
 with W the weights in format w (`calculators.memory.weights.weight_bytes`), KV(S) the
 cache of S sequences of T tokens in format k (`calculators.memory.kv_cache`), A(S) the
-activation workspace of their prefill (`calculators.memory.activations`), h_n the KV heads
+activation workspace of their prefill (`calculators.memory.activations`: one step of at
+most the prefill chunk's tokens, or of every prompt at once without a chunk; with
+`vllm_chunk` each card's chunk is what `vllm serve` takes on it when max_num_batched_tokens
+is not given, `calculators.serving.runtimes.vllm_batch_defaults`), h_n the KV heads
 each card holds (`calculators.memory.tensor_parallel`), and R, f the runtime's reserve
 lines (`calculators.memory.reserves`): the envelope calculator's total, line for line, so
 that at n = 1 M is `memory_envelope`'s total.
@@ -71,6 +74,7 @@ from calculators.memory.reserves import default_reserves, reserve_lines
 from calculators.memory.tensor_parallel import DEGREES, card_share, valid_degrees
 from calculators.memory.weights import weight_bytes
 from calculators.model.spec import ModelSpec, position_warnings
+from calculators.serving.runtimes import vllm_batch_defaults
 from calculators.training.throughput import inference_bounds
 
 QualityBetter = Literal["lower", "higher"]
@@ -103,6 +107,8 @@ class UsefulCostQuery:
     max_cards:  the largest tensor-parallel group tried (1 to 8).
     prefill_chunk: tokens per prefill step (a server's max_num_batched_tokens); None: the
                 whole workload's prompts in one step, as the envelope calculator counts it.
+    vllm_chunk: each card's prefill chunk is `vllm serve`'s default on it (2048 tokens
+                below 70 GiB or on an A100, 8192 above); prefill_chunk must then be None.
     quality:    the reader's measurement by (format, KV format); a KV format of None
                 applies to every KV format of that weights format.
     quality_better: whether a lower or a higher quality value is better.
@@ -116,6 +122,7 @@ class UsefulCostQuery:
     prices: Mapping[str, float] = field(default_factory=dict)
     max_cards: int = MAX_CARDS
     prefill_chunk: int | None = None
+    vllm_chunk: bool = False
     quality: Mapping[tuple[str, str | None], float] = field(default_factory=dict)
     quality_better: QualityBetter = "lower"
 
@@ -125,6 +132,12 @@ class UsefulCostQuery:
         positive_int("max_cards", self.max_cards, maximum=MAX_CARDS)
         if self.prefill_chunk is not None:
             positive_int("prefill_chunk", self.prefill_chunk, maximum=MAX_SEQUENCE_TOKENS)
+            if self.vllm_chunk:
+                raise InputError(
+                    "prefill_chunk",
+                    "prefill_chunk must be empty when vllm_chunk is set (each card then "
+                    f"prefills in vLLM's default chunk), got {self.prefill_chunk}",
+                )
         _ids("gpus", self.gpus, (g.id for g in GPUS))
         _ids("formats", self.formats, FORMATS)
         _ids("kv_formats", self.kv_formats, KV_FORMATS)
@@ -198,6 +211,7 @@ class CostRow:
     weights_bytes: the whole model's weights (main model: MTP modules not loaded).
     kv_bytes_per_sequence, kv_bytes: one sequence of `context` tokens; the workload.
     activations_bytes: the prefill workspace of the workload (on every card).
+    prefill_chunk: the prefill chunk counted on this card (None: every prompt at once).
     cards:         the fewest cards that hold the workload; None: max_cards do not.
     split_cards:   the card count the per-card figures are for: `cards`, or when none
                    holds the workload the largest count tried.
@@ -224,6 +238,7 @@ class CostRow:
     kv_bytes_per_sequence: int
     kv_bytes: int
     activations_bytes: int
+    prefill_chunk: int | None
     cards: int | None
     split_cards: int
     per_card: dict[str, int]
@@ -309,11 +324,12 @@ class _Pair:
             self.spec, context=self.q.context, batch=sequences, settings=self.settings
         ).total_bytes
 
-    def lines(self, runtime: str, sequences: int, cards: int) -> dict[str, int]:
-        """Bytes on one of `cards` cards, by line id, reserves included."""
+    def lines(self, runtime: str, sequences: int, cards: int, chunk: int | None) -> dict[str, int]:
+        """Bytes on one of `cards` cards, by line id, reserves included, prefilling in
+        chunks of `chunk` tokens (None: every prompt in one step)."""
         share = card_share(self.spec, cards)
         ws = inference_workspace(
-            self.spec, context=self.q.context, batch=sequences, prefill_chunk=self.q.prefill_chunk
+            self.spec, context=self.q.context, batch=sequences, prefill_chunk=chunk
         ).total
         demand = {
             "weights": share.weights(self.weights),
@@ -323,8 +339,8 @@ class _Pair:
         reserves = reserve_lines(runtime, sum(demand.values()), {})  # type: ignore[arg-type]
         return {**demand, **{line.id: line.bytes for line in reserves}}
 
-    def total(self, runtime: str, sequences: int, cards: int) -> int:
-        return sum(self.lines(runtime, sequences, cards).values())
+    def total(self, runtime: str, sequences: int, cards: int, chunk: int | None) -> int:
+        return sum(self.lines(runtime, sequences, cards, chunk).values())
 
     def bytes_read_per_card(self, sequences: int, cards: int) -> int:
         """What one of `cards` cards reads per decode step of `sequences` sequences: its
@@ -502,13 +518,22 @@ def _cost_key(r: CostRow) -> float:
     return float("inf") if r.cost_per_million_tokens is None else r.cost_per_million_tokens
 
 
+def prefill_chunk_on(q: UsefulCostQuery, card: GPU) -> int | None:
+    """The prefill chunk a row of `card` counts: the query's, or with `vllm_chunk` what
+    `vllm serve` takes on this card (its torch-visible memory and name decide)."""
+    if not q.vllm_chunk:
+        return q.prefill_chunk
+    return vllm_batch_defaults("vllm", "serve", card.visible_bytes, card.name, q.context)[0]
+
+
 def _row(pair: _Pair, card: GPU, counts: tuple[int, ...]) -> CostRow:
     q, rt, visible = pair.q, card.runtime, card.visible_bytes
-    cards = next((n for n in counts if pair.total(rt, q.sequences, n) <= visible), None)
+    chunk = prefill_chunk_on(q, card)
+    cards = next((n for n in counts if pair.total(rt, q.sequences, n, chunk) <= visible), None)
     split = counts[-1] if cards is None else cards
-    lines = pair.lines(rt, q.sequences, split)
+    lines = pair.lines(rt, q.sequences, split, chunk)
     max_seq = most_sequences(
-        lambda s: pair.total(rt, s, split) <= visible, 0 if cards is None else q.sequences
+        lambda s: pair.total(rt, s, split, chunk) <= visible, 0 if cards is None else q.sequences
     )
     tps: float | None = None
     limit: Literal["bandwidth", "compute"] | None = None
@@ -536,6 +561,7 @@ def _row(pair: _Pair, card: GPU, counts: tuple[int, ...]) -> CostRow:
         kv_bytes_per_sequence=pair.kv_per_sequence,
         kv_bytes=pair.kv_workload,
         activations_bytes=lines["activations"],
+        prefill_chunk=chunk,
         cards=cards,
         split_cards=split,
         per_card=lines,
