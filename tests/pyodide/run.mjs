@@ -41,6 +41,9 @@ const DESELECTED = {
   "tests/test_lessons_onramp.py": "reads the lessons' notebooks and the site's navigation",
   "tests/test_lessons_download.py":
     "builds the site and runs the lessons in a new CPython environment, in subprocesses",
+  "tests/test_lessons_reading_time.py": "reads the lessons' notebooks, which are not copied here",
+  "tests/test_notebook_going_deeper.py":
+    "imports the MkDocs hook and mkdocs-jupyter, which are not in this Pyodide",
   "tests/test_adaptation_contribution.py":
     "reruns the contribution example's training, with torch, PEFT and scikit-learn, which this Pyodide does not ship",
 };
@@ -120,6 +123,8 @@ copyTree(pyodide, path.join(root, "docs/data/adaptation"), `${work}/docs/data/ad
 copyTree(pyodide, path.join(root, "docs/data/serving-logs"), `${work}/docs/data/serving-logs`);
 // The lessons' exported model, which the generate calculator and its tests read.
 pyodide.FS.mkdirTree(`${work}/docs/learn`); pyodide.FS.writeFile(`${work}/docs/learn/tinylm-weights.json`, fs.readFileSync(path.join(root, "docs/learn/tinylm-weights.json")));
+// The text the lessons' model learned from: the generate tests check it is not recited.
+pyodide.FS.mkdirTree(`${work}/probes/data/corpus`); pyodide.FS.writeFile(`${work}/probes/data/corpus/train.txt`, fs.readFileSync(path.join(root, "probes/data/corpus/train.txt")));
 pyodide.FS.writeFile(`${work}/pyproject.toml`, fs.readFileSync(path.join(root, "pyproject.toml")));
 
 for (const [what, why] of Object.entries({ ...DESELECTED, ...DESELECTED_GLOBS, ...DESELECTED_TESTS })) {
