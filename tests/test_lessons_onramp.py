@@ -125,3 +125,18 @@ def test_the_index_links_every_notebook_file_the_site_serves() -> None:
     links = re.findall(r'<a href="([^"]+)" download>', index)
     lessons = sorted(p.stem for p in LEARN.glob("*.ipynb"))
     assert links == [f"{name}/{name}.ipynb" for name in lessons]
+
+
+def test_chart_labels_write_ordinary_numbers_in_full() -> None:
+    # a first-time reader reads 4,570 KiB more easily than 4.57e+03 (lesson 8's chart)
+    charts = _load("lesson_charts")
+    assert [charts.figure(v) for v in (4570.4, 703.2, 0.0304, 76.5, 999.96, -3.336)] == [
+        "4,570",
+        "703",
+        "0.0304",
+        "76.5",
+        "1,000",
+        "-3.34",
+    ]
+    # far outside everyday sizes, the notation stays scientific
+    assert [charts.figure(v) for v in (1.49e-08, 2.5e6, 0.0)] == ["1.49e-08", "2.5e+06", "0"]

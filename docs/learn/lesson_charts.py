@@ -12,6 +12,7 @@ index lists it); in a clone of the repository, from the clone.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,17 @@ STYLE = (
 )
 
 
+def figure(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, written out in full between 0.001 and a
+    million (4,570 rather than 4.57e+03: easier to read for someone new to the notation),
+    in scientific notation outside that range."""
+    if value == 0 or not 1e-3 <= abs(value) < 1e6:
+        return f"{value:.{digits}g}"
+    rounded = float(f"{value:.{digits}g}")
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:,.{decimals}f}"
+
+
 def lines(
     series: Mapping[str, Sequence[tuple[float, float]]],
     *,
@@ -46,7 +58,7 @@ def lines(
         title=title,
         x_label=x_label,
         y_label=y_label,
-        y_format=lambda y: f"{y:.{digits}g}",
+        y_format=lambda y: figure(y, digits),
     )
 
 
@@ -56,7 +68,7 @@ def bars(values: Mapping[str, float], *, title: str, unit: str, digits: int = 3)
         list(values.items()),
         title=title,
         unit_label=unit,
-        value_format=lambda v: f"{v:.{digits}g}",
+        value_format=lambda v: figure(v, digits),
     )
 
 
