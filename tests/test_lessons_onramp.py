@@ -140,3 +140,4 @@ def test_chart_labels_write_ordinary_numbers_in_full() -> None:
     ]
     # far outside everyday sizes, the notation stays scientific
     assert [charts.figure(v) for v in (1.49e-08, 2.5e6, 0.0)] == ["1.49e-08", "2.5e+06", "0"]
+    assert charts.figure(12_352) == "12,352"  # a count, exactly

@@ -36,7 +36,10 @@ STYLE = (
 def figure(value: float, digits: int = 3) -> str:
     """`value` to `digits` significant figures, written out in full between 0.001 and a
     million (4,570 rather than 4.57e+03: easier to read for someone new to the notation),
-    in scientific notation outside that range."""
+    in scientific notation outside that range. A count (an int) below a million is
+    written exactly."""
+    if isinstance(value, int) and abs(value) < 10**6:
+        return f"{value:,}"  # a count, written exactly
     if value == 0 or not 1e-3 <= abs(value) < 1e6:
         return f"{value:.{digits}g}"
     rounded = float(f"{value:.{digits}g}")

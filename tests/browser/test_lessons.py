@@ -14,8 +14,7 @@ from tests.browser.conftest import ROOT, Watched
 pytestmark = pytest.mark.browser
 
 LEARN = ROOT / "docs" / "learn"
-# lesson 0 draws the model as a picture (tinylm_diagram.py) rather than a chart
-CHARTED = sorted(p.stem for p in LEARN.glob("[0-9][0-9]-*.ipynb") if not p.name.startswith("00-"))
+CHARTED = sorted(p.stem for p in LEARN.glob("[0-9][0-9]-*.ipynb"))
 
 
 def _has_deeper(stem: str) -> bool:
