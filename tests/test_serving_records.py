@@ -17,6 +17,7 @@ import pytest
 
 from calculators.serving.logs import compare, error_summary, load_records
 from calculators.serving.runtimes import NON_TORCH
+from calculators.serving.sglang_pool import pool_checks
 from calculators.serving.sharding import SERVED_FORMATS
 
 RECORDS = Path(__file__).resolve().parents[1] / "docs" / "data" / "serving-logs" / "records.json"
@@ -122,3 +123,29 @@ def test_the_summary_counts_every_logged_line():
 
 def test_the_records_file_is_plain_json():
     json.loads(RECORDS.read_text(encoding="utf-8"))
+
+
+# ---- SGLang's KV pool (calculators/serving/sglang_pool.py) ------------------------------
+
+
+def test_sglangs_logged_pool_is_tokens_times_the_layout_per_token() -> None:
+    checks = pool_checks(str(RECORDS))
+    assert len(checks) == 6  # every SGLang launch that logs its pool and names its layers
+    misses = [(c.id, round(c.error_gib, 4)) for c in checks if not c.within]
+    assert misses == []
+    # by hand, Llama 3.1 8B (preset, its public config.json): 32 layers x 8 KV heads x 128
+    # values x 2 bytes, for K and again for V; 183,133 tokens on one L40S
+    llama = next(c for c in checks if c.id == "sglang-pr13023-llama31-8b-l40s-tp1")
+    assert llama.bytes_per_token == 2 * 32 * 8 * 128 * 2
+    assert round(llama.predicted_gib, 2) == llama.logged_k_gib == 11.18
+    # tensor parallelism: Llama 3.3 70B over 8 H200s keeps 8 / 8 = 1 KV head on a rank
+    seventy = next(c for c in checks if c.tp == 8)
+    assert seventy.bytes_per_token == 2 * 80 * 1 * 128 * 2
+
+
+def test_a_wrong_layout_would_miss_the_logged_pool() -> None:
+    # the check can fail: the same launch counted with every KV head on each rank (no
+    # tensor-parallel split) is eight times the logged pool
+    seventy = next(c for c in pool_checks(str(RECORDS)) if c.tp == 8)
+    unsplit = seventy.tokens * seventy.bytes_per_token * 8 / 2 / 2**30
+    assert abs(unsplit - seventy.logged_k_gib) > 100 * 0.005

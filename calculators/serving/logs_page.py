@@ -19,6 +19,7 @@ from calculators.serving.runtimes import (
     SAMPLER_BYTES_PER_LOGIT,
     vllm_batch_defaults,
 )
+from calculators.serving.sglang_pool import PoolCheck, pool_checks
 from calculators.web.render import bar_chart_svg
 
 _LINE_NAMES = {
@@ -163,6 +164,29 @@ def not_modelled_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def pool_markdown(checks: list[PoolCheck]) -> str:
+    """SGLang's logged KV pool beside tokens x the predicted bytes per token."""
+    held = sum(1 for c in checks if c.within)
+    out = [
+        "SGLang is not predicted end to end, but the pool it allocates is checked on its own: "
+        "the K and V sizes it logs (GiB, two decimals) against the logged number of tokens "
+        "times the bytes per token the serve calculator counts for one rank "
+        f"(`calculators/serving/sglang_pool.py`). **{held} of {len(checks)}** within the "
+        "log's rounding (0.005 GiB).\n",
+        "| record | model (config used) | TP | tokens | bytes per token, K + V | K, V logged | "
+        "predicted, each | error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| [{_cell(c.id)}]({c.source}) | {_cell(c.model)} (`{_cell(c.config)}`: "
+        f"{_cell(c.config_note)}) | {c.tp} | {c.tokens:,} | {c.bytes_per_token:,} | "
+        f"{c.logged_k_gib:.2f}, {c.logged_v_gib:.2f} GiB | {c.predicted_gib:.4f} GiB | "
+        f"{c.error_gib:+.4f} GiB {'✓' if c.within else '✗'} |"
+        for c in checks
+    ]
+    return "\n".join(out)
+
+
 def findings_markdown() -> str:
     """What the misses say, with the figures read from the calculators' own tables."""
     one_card = NON_TORCH[1]
@@ -224,6 +248,9 @@ def serving_logs_markdown(path: str) -> str:
         "lines are in the data file.\n",
         not_modelled_markdown(data.get("not_modelled", [])),
     ]
+    checks = pool_checks(path)
+    if checks:
+        parts += ["\n### SGLang's KV pool, per token\n", pool_markdown(checks)]
     if left_out:
         parts.append("\n### Left out, and why\n")
         parts += [f"- <{x['source']}>: {_cell(x['reason'])}" for x in left_out]
