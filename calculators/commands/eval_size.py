@@ -7,17 +7,16 @@ common gains at the same discordance."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from statistics import NormalDist
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
+from calculators.commands.seeds import ALPHA, CONFIDENCE, POWER
 from calculators.errors import InputError
 from calculators.evaluation.sizing import (
-    ALPHA_RANGE,
-    CONFIDENCE_RANGE,
     EXACT_MAX_EXAMPLES,
     MAX_EXAMPLES,
-    POWER_MAX,
     accuracy_examples_for_half_width,
     accuracy_standard_error,
     check_paired_table,
@@ -338,33 +337,9 @@ CALCULATOR = Calculator(
             help="How precise an interval must be, in accuracy units: the examples each "
             "interval needs for it.",
         ),
-        Input(
-            name="confidence",
-            label="Interval level",
-            kind="float",
-            default=0.95,
-            minimum=CONFIDENCE_RANGE[0],
-            maximum=CONFIDENCE_RANGE[1],
-            help="Confidence level of the intervals, from 0.5 to 1 - 1e-10.",
-        ),
-        Input(
-            name="alpha",
-            label="Test level alpha",
-            kind="float",
-            default=0.05,
-            minimum=ALPHA_RANGE[0],
-            maximum=ALPHA_RANGE[1],
-            help="Two-sided level of McNemar's test, from 1e-10 to 0.5.",
-        ),
-        Input(
-            name="power",
-            label="Power",
-            kind="float",
-            default=0.8,
-            minimum=0,
-            maximum=POWER_MAX,
-            help="The chance of detecting the gain when it is there: above alpha.",
-        ),
+        replace(CONFIDENCE, help="Confidence level of the intervals, from 0.5 to 1 - 1e-10."),
+        replace(ALPHA, help="Two-sided level of McNemar's test, from 1e-10 to 0.5."),
+        replace(POWER, help="The chance of detecting the gain when it is there: above alpha."),
         Input(
             name="method",
             label="Power by",

@@ -322,6 +322,38 @@ def _expected_max_html(curve: list[dict[str, Any]], best: float) -> str:
     return "".join(parts)
 
 
+# The level of an interval, of a test and its power, declared once: the seeds and
+# eval-size calculators take them (each with its own help, `dataclasses.replace`).
+CONFIDENCE = Input(
+    name="confidence",
+    label="Interval level",
+    kind="float",
+    default=0.95,
+    minimum=CONFIDENCE_RANGE[0],
+    maximum=CONFIDENCE_RANGE[1],
+    help="Confidence level of the interval, from 0.5 to 1 - 1e-10.",
+)
+ALPHA = Input(
+    name="alpha",
+    label="Test level alpha",
+    kind="float",
+    default=0.05,
+    minimum=ALPHA_RANGE[0],
+    maximum=ALPHA_RANGE[1],
+    help="Two-sided test level, from 1e-10 to 0.5; the interval has its own level.",
+)
+POWER = Input(
+    name="power",
+    label="Power",
+    kind="float",
+    default=0.8,
+    minimum=0,
+    maximum=POWER_MAX,
+    help="Probability of detecting the gap when it is there: above alpha "
+    "(alpha itself is the chance of 'detecting' no gap at all).",
+)
+
+
 CALCULATOR = Calculator(
     name="seeds",
     title="Seed statistics",
@@ -347,15 +379,7 @@ CALCULATOR = Calculator(
             help="Same seeds, same order as A.",
             metavar="SCORES",
         ),
-        Input(
-            name="confidence",
-            label="Interval level",
-            kind="float",
-            default=0.95,
-            minimum=CONFIDENCE_RANGE[0],
-            maximum=CONFIDENCE_RANGE[1],
-            help="Confidence level of the interval, from 0.5 to 1 - 1e-10.",
-        ),
+        CONFIDENCE,
         Input(
             name="sd_difference",
             label="sd of the differences",
@@ -384,25 +408,8 @@ CALCULATOR = Calculator(
             maximum=EFFECT_RANGE[1],
             help="The smallest difference worth detecting: how many seeds it needs.",
         ),
-        Input(
-            name="alpha",
-            label="Test level alpha",
-            kind="float",
-            default=0.05,
-            minimum=ALPHA_RANGE[0],
-            maximum=ALPHA_RANGE[1],
-            help="Two-sided test level, from 1e-10 to 0.5; the interval has its own level.",
-        ),
-        Input(
-            name="power",
-            label="Power",
-            kind="float",
-            default=0.8,
-            minimum=0,
-            maximum=POWER_MAX,
-            help="Probability of detecting the gap when it is there: above alpha "
-            "(alpha itself is the chance of 'detecting' no gap at all).",
-        ),
+        ALPHA,
+        POWER,
         Input(
             name="trials",
             label="Trial scores of a search",
