@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from calculators.commands.declaration import Args, Calculator, Input
+from calculators.commands.seeds import ALPHA, POWER
 from calculators.commands.shared import PRICE, UsageError, load_spec
 from calculators.commands.training import LORA_RANK, LORA_TARGETS
 from calculators.errors import InputError, shown
@@ -30,10 +31,8 @@ from calculators.planning.budget import (
 from calculators.planning.comparison import SeedCount, SeedPlan, comparison_phase, seed_count
 from calculators.render import table
 from calculators.statistics.seeds import (
-    ALPHA_RANGE,
     EFFECT_RANGE,
     MAX_SEEDS,
-    POWER_MAX,
     SD_RANGE,
 )
 from calculators.training.lora import adapter_parameters_or_none
@@ -456,22 +455,16 @@ CALCULATOR = Calculator(
             help="Instead of the gain to detect: the seeds per arm; the gain they detect is "
             "printed.",
         ),
-        Input(
-            name="alpha",
-            label="Test level alpha",
-            kind="float",
+        replace(
+            ALPHA,
+            default=None,
             optional=True,
-            minimum=ALPHA_RANGE[0],
-            maximum=ALPHA_RANGE[1],
             help="Two-sided level of each arm's paired test; empty: 0.05.",
         ),
-        Input(
-            name="power",
-            label="Power",
-            kind="float",
+        replace(
+            POWER,
+            default=None,
             optional=True,
-            minimum=0,
-            maximum=POWER_MAX,
             help="Chance of detecting the gain when it is there, above alpha; empty: 0.8.",
         ),
         Input(
