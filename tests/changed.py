@@ -45,6 +45,13 @@ COVERED_BY = {
         "tests/test_notebook_going_deeper.py",
     ],
     "tests/probes_helpers.py": ["tests/test_probes_cli.py"],
+    "tests/page_blocks.py": [
+        "tests/test_ablations_guide.py",
+        "tests/test_budget_seed_pages.py",
+        "tests/test_cost_at_equal_quality_page.py",
+        "tests/test_quantization_guide.py",
+        "tests/test_behaviour_kept.py",
+    ],
 }
 
 

@@ -4,33 +4,21 @@ checked here on the page's own inputs (its `calculator design` blocks)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from calculators.web import compute
+from tests.page_blocks import page_blocks
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "adaptation" / "ablations.md"
-_BLOCK = re.compile(r"^```calculator (\w+)\n(.*?)^```", re.M | re.S)
 
 
 def blocks() -> dict[str, tuple[str, dict[str, str]]]:
     """Each block with an id: its calculator and inputs, as the site's hook reads them (a
     key given again adds a line to a `lines` input)."""
-    out = {}
-    for name, body in _BLOCK.findall(PAGE.read_text(encoding="utf-8")):
-        values: dict[str, str] = {}
-        for line in body.splitlines():
-            key, _, value = line.partition(":")
-            key, value = key.strip(), value.strip()
-            values[key] = f"{values[key]}\n{value}" if key in values else value
-        if "id" in values:
-            ident = values.pop("id")
-            values.pop("show", None)
-            out[ident] = (name, values)
-    return out
+    return {b.id: (b.name, b.inputs) for b in page_blocks(PAGE) if b.id}
 
 
 @pytest.fixture(scope="module")

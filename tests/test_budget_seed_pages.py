@@ -7,8 +7,6 @@ block's values resolved, earlier blocks first)."""
 
 from __future__ import annotations
 
-import importlib.util
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,46 +14,18 @@ from typing import Any
 import pytest
 
 from calculators.statistics.seeds import minimum_detectable_effect, paired_power, seeds_needed
-from calculators.web import compute
+from tests.page_blocks import hook, results_by_id
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_PAGE = ROOT / "docs" / "budget" / "campaign-budget.md"
 SEEDS_PAGE = ROOT / "docs" / "evaluation" / "seed-variability.md"
-BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-
-
-@cache
-def _hook() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "kernodeck_hook", ROOT / "docs/hooks/kernodeck.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+BLOCK = hook()._BLOCK
 
 
 @cache
 def blocks(page: Path) -> dict[str, dict[str, Any]]:
     """Every block with an id on `page`, computed on its inputs as the page resolves them."""
-    hook = _hook()
-    results: dict[str, dict[str, Any]] = {}
-    for m in BLOCK.finditer(page.read_text(encoding="utf-8")):
-        body = hook._REF.sub(
-            lambda r: hook._resolve(r.group(1), r.group(2), r.group(3), r.group(0), results),
-            m.group(2),
-        )
-        inputs: dict[str, str] = {}
-        for line in body.splitlines():
-            if line.strip():
-                key, _, value = line.partition(":")
-                key, value = key.strip(), value.strip()
-                inputs[key] = f"{inputs[key]}\n{value}" if key in inputs else value
-        block_id = inputs.pop("id", None)
-        inputs.pop("show", None)
-        if block_id:
-            results[block_id] = compute(m.group(1), inputs)
-    return results
+    return results_by_id(page)
 
 
 @pytest.fixture(scope="module")

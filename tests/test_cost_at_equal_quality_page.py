@@ -9,32 +9,20 @@ benchmarks/mlperf/SOURCES.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 from calculators.planning.target_cost import scaling_pairs, shown_decimals, submissions
 from calculators.web import compute
+from tests.page_blocks import hook, page_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "budget" / "cost-at-equal-quality.md"
 RULES = ROOT / "benchmarks" / "mlperf" / "rules" / "v4.0" / "training_rules.adoc.excerpt"
 RAW = ROOT / "docs" / "data" / "mlperf" / "raw_table.json"
-BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-
-
-@cache
-def _hook() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "kernodeck_hook_mlperf", ROOT / "docs/hooks/kernodeck.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+BLOCK = hook()._BLOCK
+_hook = hook
 
 
 def _page() -> str:
@@ -42,15 +30,9 @@ def _page() -> str:
 
 
 def _block(block_id: str) -> tuple[str, dict[str, str]]:
-    for m in BLOCK.finditer(_page()):
-        inputs: dict[str, str] = {}
-        for line in m.group(2).splitlines():
-            key, _, value = line.partition(":")
-            key, value = key.strip(), value.strip()
-            inputs[key] = f"{inputs[key]}\n{value}" if key in inputs else value
-        if inputs.pop("id", None) == block_id:
-            inputs.pop("show", None)
-            return m.group(1), inputs
+    for block in page_blocks(PAGE):
+        if block.id == block_id:
+            return block.name, block.inputs
     raise AssertionError(f"no block {block_id} on the page")
 
 

@@ -15,6 +15,7 @@ import pytest
 from calculators.memory.gpus import get_gpu
 from calculators.statistics.separation import pair_file
 from calculators.web import compute
+from tests.page_blocks import page_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "adaptation" / "quantization.md"
@@ -28,19 +29,9 @@ PRICES = "l40s=1.00\nh100-sxm=2.50\nh200=3.50"
 
 
 def _blocks() -> dict[str, dict[str, str]]:
-    """The page's calculator blocks by id, as `key: value` options (a repeated key's
-    values joined by newlines, as the site's hook does)."""
-    text = PAGE.read_text(encoding="utf-8")
-    out: dict[str, dict[str, str]] = {}
-    for name, body in re.findall(r"```calculator ([a-z-]+)\n(.*?)^```", text, re.M | re.S):
-        opts: dict[str, str] = {"_calculator": name}
-        for line in body.splitlines():
-            key, _, value = line.partition(":")
-            key, value = key.strip(), value.strip()
-            opts[key] = f"{opts[key]}\n{value}" if key in opts else value
-        if "id" in opts:
-            out[opts["id"]] = opts
-    return out
+    """The page's calculator blocks by id, their inputs as the site's hook reads them, with
+    the calculator under `_calculator`."""
+    return {b.id: {"_calculator": b.name, **b.inputs} for b in page_blocks(PAGE) if b.id}
 
 
 def _row(result: dict[str, Any], row_id: str) -> dict[str, Any]:

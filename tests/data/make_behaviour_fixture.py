@@ -13,7 +13,6 @@ deliberate change of behaviour, and say which in the commit.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
 import json
 import re
@@ -32,23 +31,13 @@ from calculators.model.presets import load_preset  # noqa: E402
 from calculators.web import CALCULATORS, compute, evaluate, form_html  # noqa: E402
 from calculators.web.forms import argv_for, calculator, clean  # noqa: E402
 from calculators.web.page import command_line  # noqa: E402
+from tests.page_blocks import page_blocks  # noqa: E402
 
-BLOCK = re.compile(r"```calculator[ \t]+([a-z-]+)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 COMMAND = re.compile(r"^\[\[command ([a-z-]+)([^\]]*)\]\]$", re.M)
 
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _hook() -> Any:
-    """The site's hook (docs/hooks/kernodeck.py), whose references a block's values may hold."""
-    where = ROOT / "docs" / "hooks" / "kernodeck.py"
-    spec = importlib.util.spec_from_file_location("kernodeck_hook", where)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def page_examples() -> list[dict[str, Any]]:
@@ -57,30 +46,10 @@ def page_examples() -> list[dict[str, Any]]:
     A value may be a reference (`[[data:...|list]]`, or an earlier block's result): it is
     resolved as the site's hook resolves it, so the record holds the inputs computed with.
     """
-    hook = _hook()
     out = []
     for path in sorted((ROOT / "docs").rglob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        results: dict[str, Any] = {}
-        for m in BLOCK.finditer(text):
-            body = hook._REF.sub(
-                lambda r, results=results: hook._resolve(
-                    r.group(1), r.group(2), r.group(3), r.group(0), results
-                ),
-                m.group(2),
-            )
-            inputs: dict[str, str] = {}
-            for line in body.splitlines():
-                if line.strip():
-                    key, _, value = line.partition(":")
-                    key, value = key.strip(), value.strip()
-                    # a key given again is one more line, as the hook reads it
-                    inputs[key] = f"{inputs[key]}\n{value}" if key in inputs else value
-            block_id = inputs.pop("id", None)
-            inputs.pop("show", None)
-            if block_id:
-                results[block_id] = compute(m.group(1), inputs)
-            out.append({"where": str(path.relative_to(ROOT)), "name": m.group(1), "inputs": inputs})
+        where = str(path.relative_to(ROOT))
+        out += [{"where": where, "name": b.name, "inputs": b.inputs} for b in page_blocks(path)]
     for name in sorted(CALCULATORS):
         out.append({"where": "defaults", "name": name, "inputs": {}})
     return out
