@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import pytest
 
+from calculators.model.spec import ModelSpec
+from calculators.training.lora import adapter_parameters_or_none
+from calculators.training.throughput import (
+    frozen_base_training_flops_per_token,
+    training_flops_per_token,
+)
+from probes.setup import load_config
 from probes.throughput import card_for, detect_card
 from tests.probes_helpers import run_probe
+
+# a tiny model on the CPU, a short training and decode run: seconds
+TINY_CPU = ("--config", "tiny-llama", "--device", "cpu", "--seq-len", "32")
 
 
 def test_cpu_rates_without_mfu(tmp_path) -> None:
     code, r = run_probe(
         tmp_path,
         "throughput",
-        "--config",
-        "tiny-llama",
-        "--device",
-        "cpu",
+        *TINY_CPU,
         "--steps",
         "2",
         "--warmup",
         "1",
-        "--seq-len",
-        "32",
         "--decode-tokens",
         "4",
         "--context",
@@ -65,27 +70,14 @@ def test_lora_counts_the_frozen_base_flops(tmp_path) -> None:
     # issue 23: a LoRA step computes no weight gradients for the base, 4 N + 6 N_a FLOPs
     # per token, not 6 N; the adapters are the ones the probe created, which the
     # calculators count the same way for the same rank and targets
-    from calculators.model.spec import ModelSpec
-    from calculators.training.lora import adapter_parameters_or_none
-    from calculators.training.throughput import (
-        frozen_base_training_flops_per_token,
-        training_flops_per_token,
-    )
-    from probes.setup import load_config
-
     code, r = run_probe(
         tmp_path,
         "throughput",
-        "--config",
-        "tiny-llama",
-        "--device",
-        "cpu",
+        *TINY_CPU,
         "--steps",
         "2",
         "--warmup",
         "0",
-        "--seq-len",
-        "32",
         "--decode-tokens",
         "2",
         "--context",
