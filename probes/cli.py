@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from probes.commands import PROBES as DECLARED
 from probes.report import Phases, environment, finish, new_report, render, write
@@ -53,6 +54,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _resend_swallowed_stop(previous: Callable[[Any], object]) -> Callable[[Any], None]:
+    """An unraisable-exception hook that sends SIGTERM again when the interpreter dropped
+    the KeyboardInterrupt `_sigterm` raised: a signal handled while a finalizer runs (the
+    live-tensor tracker's weakref callbacks run all the time) raises inside the finalizer,
+    where Python prints the exception and goes on, and the run would not stop (seen once in
+    a clean-clone run: the interrupted probe ran on until the test's timeout). Sent again,
+    the handler runs at the next bytecode outside the finalizer. Anything else goes to
+    `previous`."""
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt) and str(exc).startswith("signal "):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        previous(unraisable)
+
+    return hook
 
 
 def _device(args: argparse.Namespace) -> str:
@@ -130,8 +150,10 @@ def run_probe(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # SIGTERM (a scheduler's or `timeout`'s) ends the run like Ctrl-C: its report says so
+    previous_hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _sigterm)
+        sys.unraisablehook = _resend_swallowed_stop(previous_hook)
     try:
         args = build_parser().parse_args(argv)
         own_main = DECLARED[args.probe].main
@@ -141,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    finally:
+        sys.unraisablehook = previous_hook
 
 
 if __name__ == "__main__":

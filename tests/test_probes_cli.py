@@ -98,7 +98,12 @@ def test_an_interrupted_run_still_writes_its_report(tmp_path) -> None:
     )
     time.sleep(8)  # past the imports: the step loop is running
     p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=60)
+    try:
+        _, err = p.communicate(timeout=60)
+    finally:  # a run that did not stop must not outlive the test (and fail the next one)
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
     assert p.returncode == 130, err
     r = read(str(out))
     assert r["status"] == "interrupted"
@@ -111,3 +116,31 @@ def test_report_json_on_stdout(capsys) -> None:
     assert main(["weights", "--config", "tiny-llama", "--device", "cpu", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["measured"]["parameters"] == 426_624
+
+
+def test_a_stop_swallowed_by_a_finalizer_is_sent_again(monkeypatch) -> None:
+    # A SIGTERM handled while a weakref finalizer runs raises its KeyboardInterrupt inside
+    # the finalizer, where Python drops it: the hook sends the signal again, and passes
+    # every other unraisable exception on.
+    from types import SimpleNamespace
+
+    from probes import cli
+
+    sent, passed = [], []
+    monkeypatch.setattr(cli.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    hook = cli._resend_swallowed_stop(passed.append)
+    hook(SimpleNamespace(exc_value=KeyboardInterrupt("signal 15")))
+    assert sent == [(cli.os.getpid(), signal.SIGTERM)] and passed == []
+    other = SimpleNamespace(exc_value=ValueError("a finalizer's own error"))
+    hook(other)
+    ctrl_c = SimpleNamespace(exc_value=KeyboardInterrupt())  # not ours: left alone
+    hook(ctrl_c)
+    assert passed == [other, ctrl_c] and len(sent) == 1
+
+
+def test_main_restores_the_unraisable_hook() -> None:
+    from probes.cli import main
+
+    before = sys.unraisablehook
+    assert main(["weights", "--config", "tiny-llama", "--device", "cpu"]) == 0
+    assert sys.unraisablehook is before
