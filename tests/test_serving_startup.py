@@ -192,7 +192,11 @@ def test_degrees_the_runtimes_refuse_name_tp(spec, tp, fmt, words):
         ({"utilization": 1.5}, "utilization"),
         ({"utilization": 0}, "utilization"),
         ({"max_model_len": 0}, "max_model_len"),
-        ({"engine": "sglang"}, "engine"),  # not modelled yet: refused, not guessed
+        ({"engine": "tgi"}, "engine"),  # a runtime not modelled: refused, not guessed
+        ({"engine": "sglang", "max_num_seqs": 64}, "max_num_seqs"),  # vLLM's flag
+        ({"cuda_graph_max_bs": 64}, "cuda_graph_max_bs"),  # SGLang's flag under vLLM
+        ({"engine": "sglang", "entrypoint": "llm"}, "entrypoint"),
+        ({"engine": "sglang", "cuda_graph_max_bs": 0}, "cuda_graph_max_bs"),
         ({"kv_cache_dtype": "int4"}, "kv_cache_dtype"),
         ({"format_id": "gguf-q4_k_m"}, "format"),
     ],

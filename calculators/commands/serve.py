@@ -13,10 +13,12 @@ from calculators.commands.shared import (
     gib_or_none,
     load_spec,
 )
+from calculators.errors import InputError
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
 from calculators.memory.gpus import get_gpu
 from calculators.render import table
 from calculators.serving.runtimes import ENGINES, RUNTIMES
+from calculators.serving.sglang_startup import NVIDIA_SMI_TOTAL_MIB
 from calculators.serving.sharding import SERVED_FORMATS
 from calculators.serving.startup import (
     KV_DTYPES,
@@ -37,6 +39,22 @@ COMPUTED, MEASURED, INPUT = "computed", "measured constant", "input"
 def startup_lines(s: Startup) -> list[dict[str, Any]]:
     """The accounting as the runtime prints it, each line with how it is known."""
     w = s.weights
+    if s.engine == "sglang":
+        fraction = INPUT if s.utilization_source == "input" else COMPUTED
+        return [
+            _line("total", "total_gpu_memory", s.total_bytes, INPUT),
+            _line("non_torch", "in use before loading", s.non_torch.bytes, MEASURED),
+            _line("free_before", "avail mem before loading", s.free_before_load_bytes, COMPUTED),
+            _line("weights", "model weights", w.total_bytes, COMPUTED),
+            _line(
+                "reserve",
+                f"left out of the static share (x {1 - s.utilization:.3f})",
+                s.reserve_bytes,
+                fraction,
+            ),
+            _line("kv_budget", "memory for the KV pool", s.kv_budget_bytes, COMPUTED),
+            _line("kv_cache", "KV pool allocated (whole tokens)", s.kv_bytes, COMPUTED),
+        ]
     return [
         _line("total", "total_gpu_memory", s.total_bytes, INPUT),
         _line(
@@ -67,6 +85,8 @@ def startup_json(s: Startup) -> dict[str, Any]:
         "max_num_seqs": s.max_num_seqs,
         "weights_tensor_bytes": s.weights.tensor_bytes,
         "weights_rotary_bytes": s.weights.rotary_bytes,
+        "utilization_source": s.utilization_source,
+        "cuda_graph_max_bs": s.cuda_graph_max_bs,
         "forward_bytes": s.forward_bytes,
         "sampler_bytes": s.sampler_bytes,
         "bytes_per_token": s.bytes_per_token,
@@ -86,7 +106,22 @@ def _card(args: Args) -> Card:
     if visible is not None:
         return Card(total_bytes=visible, name="")
     gpu = get_gpu(args.gpu)
-    return Card(total_bytes=gpu.visible_bytes, name=gpu.name)
+    return Card(
+        total_bytes=gpu.visible_bytes,
+        name=gpu.name,
+        smi_total_mib=NVIDIA_SMI_TOTAL_MIB.get(gpu.id),
+    )
+
+
+def _fraction(args: Args) -> float | None:
+    """--gpu-memory-utilization for vLLM, --mem-fraction-static for SGLang; the other
+    runtime's flag is refused, naming it."""
+    sglang = args.engine == "sglang"
+    wrong = "gpu_memory_utilization" if sglang else "mem_fraction_static"
+    if getattr(args, wrong) is not None:
+        other = "mem_fraction_static" if sglang else "gpu_memory_utilization"
+        raise InputError(wrong, f"{wrong} does not apply to engine {args.engine}; it takes {other}")
+    return args.mem_fraction_static if sglang else args.gpu_memory_utilization
 
 
 def run(args: Args) -> tuple[dict[str, Any], str]:
@@ -95,12 +130,13 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         engine=args.engine,
         format_id=args.format,
         tp=args.tp,
-        utilization=args.gpu_memory_utilization,
+        utilization=_fraction(args),
         max_model_len=args.max_model_len,
         max_num_batched_tokens=args.max_num_batched_tokens,
         max_num_seqs=args.max_num_seqs,
         kv_cache_dtype=args.kv_cache_dtype,
         block_size=args.block_size,
+        cuda_graph_max_bs=args.cuda_graph_max_bs,
         entrypoint=args.entrypoint,
     )
     card = _card(args)
@@ -120,6 +156,11 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
 
 
 def _verdict(r: dict[str, Any]) -> str:
+    if r["starts"] and r["engine"] == "sglang":
+        return (
+            f"starts: a pool of {r['kv_tokens']:,} tokens per rank (max_total_num_tokens), "
+            f"{r['max_concurrency']:.2f} requests of {r['max_model_len']:,} tokens"
+        )
     if r["starts"]:
         concurrency = f"{r['max_concurrency']:.2f}x"
         return (
@@ -145,6 +186,21 @@ def _rows(r: dict[str, Any]) -> list[list[str]]:
     return [[line["label"], format_gib(line["bytes"]), line["kind"]] for line in r["lines"]]
 
 
+def _settings_line(r: dict[str, Any]) -> str:
+    per_token = f"{r['bytes_per_token']:,} KV bytes per token per rank"
+    if r["engine"] == "sglang":
+        how = "given" if r["utilization_source"] == "input" else "SGLang's rule for the card"
+        return (
+            f"mem_fraction_static {r['utilization']:.3f} ({how}); chunked prefill "
+            f"{r['max_num_batched_tokens']:,} tokens, CUDA graphs up to batch "
+            f"{r['cuda_graph_max_bs']:,}; {per_token}"
+        )
+    return (
+        f"batch profiled: {r['max_num_batched_tokens']:,} tokens, {r['max_num_seqs']:,} "
+        f"sequences; {per_token}"
+    )
+
+
 def _text(r: dict[str, Any]) -> list[str]:
     card = r["gpu"] or "the card"
     return [
@@ -152,19 +208,26 @@ def _text(r: dict[str, Any]) -> list[str]:
         table(["line", "GiB", "how"], _rows(r)),
         f"\n{_verdict(r)}",
         _alternatives(r),
-        f"batch profiled: {r['max_num_batched_tokens']:,} tokens, {r['max_num_seqs']:,} "
-        f"sequences; {r['bytes_per_token']:,} KV bytes per token per rank",
+        _settings_line(r),
     ]
 
 
 def html(r: dict[str, Any]) -> str:
     lines = {line["id"]: line["bytes"] for line in r["lines"]}
-    segments = [
-        ("weights", lines["weights"]),
-        ("non-torch", lines["non_torch"]),
-        ("activation peak", lines["activation"]),
-        ("KV cache", lines["kv_cache"]),
-    ]
+    if r["engine"] == "sglang":
+        segments = [
+            ("in use before loading", lines["non_torch"]),
+            ("weights", lines["weights"]),
+            ("KV pool", lines["kv_cache"]),
+            ("left out of the static share", lines["reserve"]),
+        ]
+    else:
+        segments = [
+            ("weights", lines["weights"]),
+            ("non-torch", lines["non_torch"]),
+            ("activation peak", lines["activation"]),
+            ("KV cache", lines["kv_cache"]),
+        ]
     return "".join(
         [
             summary(f"{r['model']}, TP {r['tp']}: {_verdict(r)}. {_alternatives(r)}."),
@@ -185,10 +248,10 @@ def html(r: dict[str, Any]) -> str:
 
 CALCULATOR = Calculator(
     name="serve",
-    title="Will the server start? vLLM startup",
-    summary="Each line of vLLM's startup memory accounting, the KV tokens "
-    "and the concurrency it reports, and whether it starts.",
-    help="predict vLLM startup: weights, activation peak, KV tokens, concurrency",
+    title="Will the server start? vLLM and SGLang startup",
+    summary="Each line of vLLM's or SGLang's startup memory accounting, the KV tokens "
+    "and the concurrency, and whether it starts.",
+    help="predict vLLM or SGLang startup: weights, activation peak, KV tokens, concurrency",
     inputs=(
         *MODEL_SOURCE,
         Input(
@@ -216,7 +279,8 @@ CALCULATOR = Calculator(
             kind="choice",
             default="vllm",
             choices=ENGINES,
-            help="vllm (V1 engine, 0.9-0.10) or vllm-v0 (the V0 engine, 0.6.5-0.8).",
+            help="vllm (V1 engine, 0.9-0.10), vllm-v0 (the V0 engine, 0.6.5-0.8) or "
+            "sglang (0.5.3 and later).",
         ),
         Input(
             name="tp",
@@ -234,7 +298,17 @@ CALCULATOR = Calculator(
             optional=True,
             minimum=0,
             maximum=1,
-            help="--gpu-memory-utilization: the share of the card vLLM may use; empty: 0.9.",
+            help="vLLM's --gpu-memory-utilization: the share of the card vLLM may use; empty: 0.9.",
+        ),
+        Input(
+            name="mem_fraction_static",
+            label="SGLang mem fraction static",
+            kind="float",
+            optional=True,
+            minimum=0,
+            maximum=1,
+            help="SGLang's --mem-fraction-static: the share of the free memory for weights "
+            "and the KV pool; empty: SGLang's rule for the card.",
         ),
         Input(
             name="max_model_len",
@@ -245,7 +319,8 @@ CALCULATOR = Calculator(
             unit="tokens",
             minimum=1,
             maximum=MAX_SEQUENCE_TOKENS,
-            help="--max-model-len; empty: the model's max_position_embeddings.",
+            help="--max-model-len (SGLang: --context-length); empty: the model's "
+            "max_position_embeddings.",
         ),
         Input(
             name="max_num_batched_tokens",
@@ -255,8 +330,8 @@ CALCULATOR = Calculator(
             unit="tokens",
             minimum=1,
             maximum=MAX_SEQUENCE_TOKENS,
-            help="Tokens one step may process (the prefill chunk); empty: vLLM's default "
-            "for the card.",
+            help="Tokens one step may process (the prefill chunk; SGLang: "
+            "--chunked-prefill-size); empty: the runtime's default for the card.",
         ),
         Input(
             name="max_num_seqs",
@@ -266,7 +341,18 @@ CALCULATOR = Calculator(
             unit="sequences",
             minimum=1,
             maximum=MAX_CONCURRENT_SEQUENCES,
-            help="Sequences one step may hold (the sampler's rows); empty: vLLM's default.",
+            help="vLLM's --max-num-seqs, the sampler's rows; empty: vLLM's default.",
+        ),
+        Input(
+            name="cuda_graph_max_bs",
+            label="SGLang CUDA graph max batch",
+            kind="int",
+            optional=True,
+            unit="sequences",
+            minimum=1,
+            maximum=MAX_CONCURRENT_SEQUENCES,
+            help="SGLang's --cuda-graph-max-bs (its default fraction reserves for it); "
+            "empty: SGLang's default for the card.",
         ),
         Input(
             name="kv_cache_dtype",
@@ -284,7 +370,7 @@ CALCULATOR = Calculator(
             unit="tokens",
             minimum=1,
             maximum=MAX_BLOCK_TOKENS,
-            help="vLLM's --block-size (16).",
+            help="vLLM's --block-size (16); SGLang's --page-size (1).",
         ),
         Input(
             name="entrypoint",

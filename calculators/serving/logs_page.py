@@ -19,6 +19,7 @@ from calculators.serving.runtimes import (
     SAMPLER_BYTES_PER_LOGIT,
     vllm_batch_defaults,
 )
+from calculators.serving.sglang_logs import SGLangCheck, sglang_checks
 from calculators.serving.sglang_pool import PoolCheck, pool_checks
 from calculators.web.render import bar_chart_svg
 
@@ -164,11 +165,45 @@ def not_modelled_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def sglang_markdown(checks: list[SGLangCheck], launches: list[dict]) -> str:
+    """SGLang's logged pool against its rule: from logged memory, and end to end."""
+    out = [
+        "Each check sets the pool SGLang logs (`#tokens`) against a prediction: **from "
+        "logged memory** (the free memory it logs before and after loading the weights, "
+        "and its fraction: logged, or SGLang's rule for a launch of 0.5.3 or later), within "
+        "what the logs' two decimals leave open; and **end to end** (the serve calculator "
+        "from the model, the catalog card and the TP size alone), within the KV-budget "
+        "tolerance of the vLLM records (5% or 0.3 GiB).\n",
+        "| record | model | TP | check | fraction | logged tokens | predicted | error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| [{_cell(c.id)}]({c.source}) | {_cell(c.model)} | {c.tp} | {c.kind} | "
+        f"{c.fraction:g} ({c.fraction_source}) | {c.logged_tokens:,} | "
+        f"{c.predicted_tokens:,} | {c.error_tokens:+,} ({c.relative:+.2%}, "
+        f"{c.error_gib:+.3f} GiB) {'✓' if c.within else '✗'} |"
+        for c in checks
+    ]
+    checked = {c.id for c in checks}
+    out += ["", "Launches without these checks, and why:", ""]
+    out += [
+        f"- [{_cell(r['id'])}]({r['source']}): {_cell(r['not_compared'])}"
+        for r in launches
+        if r["id"] not in checked and r.get("not_compared")
+    ]
+    out += [
+        f"- [{_cell(r['id'])}]({r['source']}), the other check: {_cell(r['not_compared'])}"
+        for r in launches
+        if r["id"] in checked and r.get("not_compared")
+    ]
+    return "\n".join(out)
+
+
 def pool_markdown(checks: list[PoolCheck]) -> str:
     """SGLang's logged KV pool beside tokens x the predicted bytes per token."""
     held = sum(1 for c in checks if c.within)
     out = [
-        "SGLang is not predicted end to end, but the pool it allocates is checked on its own: "
+        "The pool line is also checked on its own, for every launch that prints it: "
         "the K and V sizes it logs (GiB, two decimals) against the logged number of tokens "
         "times the bytes per token the serve calculator counts for one rank "
         f"(`calculators/serving/sglang_pool.py`). **{held} of {len(checks)}** within the "
@@ -220,9 +255,12 @@ def serving_logs_markdown(path: str) -> str:
     data = load_records(path)
     comparisons = [compare(r, data["folder"]) for r in data["records"]]
     left_out = data.get("left_out", [])
+    sglang = data.get("sglang", [])
+    collected = len(comparisons) + len(data.get("not_modelled", [])) + len(sglang)
     parts = [
-        f"**{len(comparisons) + len(data.get('not_modelled', []))} launches** collected "
-        f"from public issue threads: **{len(comparisons)} compared** line by line, "
+        f"**{collected} launches** collected "
+        f"from public issue threads: **{len(comparisons)} vLLM launches compared** line by "
+        f"line, {len(sglang)} SGLang launches (checked below as far as their logs allow), "
         f"{len(data.get('not_modelled', []))} not modelled (listed below with the reason); "
         f"{len(left_out)} more threads read and left out (listed at the end). Logged / "
         "predicted; ✓ within the stated tolerance, ✗ outside it.\n",
@@ -248,6 +286,8 @@ def serving_logs_markdown(path: str) -> str:
         "lines are in the data file.\n",
         not_modelled_markdown(data.get("not_modelled", [])),
     ]
+    if sglang:
+        parts += ["\n### SGLang: the pool it sizes\n", sglang_markdown(sglang_checks(path), sglang)]
     checks = pool_checks(path)
     if checks:
         parts += ["\n### SGLang's KV pool, per token\n", pool_markdown(checks)]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Literal
 
-EngineId = Literal["vllm", "vllm-v0"]
-ENGINES: tuple[EngineId, ...] = ("vllm", "vllm-v0")
+EngineId = Literal["vllm", "vllm-v0", "sglang"]
+ENGINES: tuple[EngineId, ...] = ("vllm", "vllm-v0", "sglang")
 Entrypoint = Literal["serve", "llm"]
 
 _GIB = 2**30
@@ -28,16 +28,17 @@ SRC_VLLM_V0 = "https://github.com/vllm-project/vllm/blob/v0.7.3/"
 class Runtime:
     """One runtime's rules.
 
-    block_size:   tokens per KV block (vLLM's --block-size default).
+    block_size:   tokens per KV block (vLLM's --block-size default; SGLang's --page-size).
     versions:     the releases whose rules these are.
-    default_utilization: --gpu-memory-utilization.
+    default_utilization: --gpu-memory-utilization; None where the runtime computes its
+                  default (SGLang's --mem-fraction-static, `serving.sglang_startup`).
     """
 
     id: EngineId
     name: str
     versions: str
     block_size: int
-    default_utilization: float
+    default_utilization: float | None
     source: str
 
 
@@ -57,6 +58,16 @@ RUNTIMES: dict[str, Runtime] = {
         block_size=16,
         default_utilization=0.9,
         source=SRC_VLLM_V0 + "vllm/worker/worker.py (determine_num_available_blocks)",
+    ),
+    "sglang": Runtime(
+        id="sglang",
+        name="SGLang",
+        versions="0.5.3 and later, with the --mem-fraction-static rule of PR #10975",
+        block_size=1,
+        default_utilization=None,
+        source="https://github.com/sgl-project/sglang/pull/10975 (server_args.py, "
+        "_handle_gpu_memory_settings) and model_executor/model_runner.py "
+        "(profile_max_num_token)",
     ),
 }
 

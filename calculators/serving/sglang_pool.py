@@ -1,9 +1,10 @@
 """SGLang's KV pool in public startup logs, against the per-token layout the serve
 calculator counts.
 
-SGLang is not modelled end to end (its static pool is a fraction of the card minus the
-memory in use once the weights are loaded, which it measures), but one line of its log
-can be checked on its own. When it allocates the pool it prints
+The size of SGLang's pool is predicted by `calculators.serving.sglang_startup` and held
+against the logs in `calculators.serving.sglang_logs`; this module checks the per-token
+layout on its own, from the one line that states the pool. When SGLang allocates it, it
+prints
 
     KV Cache is allocated. #tokens: N, K size: k GB, V size: v GB
 
@@ -20,7 +21,7 @@ record is within the check when both k and v are within half a hundredth of a Gi
 prediction. This holds the per-token layout (layers, KV heads per rank after tensor
 parallelism, head size, dtype); the token count itself is read from the log.
 
-The records are the `not_modelled` SGLang launches of docs/data/serving-logs/records.json
+The records are the `sglang` launches of docs/data/serving-logs/records.json
 that print the line and name a config for their layers (`kv_config`, with
 `kv_config_note` saying why that config is the model's).
 """
@@ -88,10 +89,10 @@ def pool_check(record: dict[str, Any], folder: str) -> PoolCheck:
 
 
 def pool_checks(path: str) -> list[PoolCheck]:
-    """Every not-modelled record with a logged pool and a `kv_config`, in file order."""
+    """Every SGLang record with a logged pool and a `kv_config`, in file order."""
     data = load_records(path)
     return [
         pool_check(r, data["folder"])
-        for r in data.get("not_modelled", [])
+        for r in data.get("sglang", [])
         if "kv_config" in r and "k_size_gb" in r["logged"]
     ]

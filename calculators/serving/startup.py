@@ -32,8 +32,9 @@ Errors are the runtime's own: vLLM refuses to start when the KV budget is not po
 ("No available memory for the cache blocks") or holds fewer tokens than max_model_len
 ("To serve at least one request with the models's max seq len ...").
 
-SGLang (static --mem-fraction-static pool, no profiling run) is not modelled yet: its
-one measured constant, the memory in use before loading, has no public records here.
+SGLang (a static --mem-fraction-static share, no profiling run) has its own accounting,
+`calculators.serving.sglang_startup`; `startup` returns it in the same result, with the
+lines that SGLang does not have (the activation peak) at zero.
 
 Not modelled: CUDA graphs (captured after the KV cache is sized in these versions, so
 they need the room `1 - utilization` leaves), the V1 hybrid allocator for
@@ -62,6 +63,14 @@ from calculators.serving.runtimes import (
     non_torch_bytes,
     vllm_batch_defaults,
 )
+from calculators.serving.sglang_startup import (
+    NOT_ENOUGH_MEMORY,
+    default_mem_fraction_static,
+    in_use_before_load,
+    pool_tokens,
+    reserve_bytes,
+    sglang_batch_defaults,
+)
 from calculators.serving.sharding import (
     SERVED_FORMATS,
     RankWeights,
@@ -80,8 +89,12 @@ MAX_TP = 64  # across nodes (DeepSeek-V3 is served at 16)
 class ServeSettings:
     """The launch: the flags that set memory (None: the runtime's default).
 
-    utilization: --gpu-memory-utilization.
-    max_model_len: --max-model-len; None: max_position_embeddings.
+    utilization: --gpu-memory-utilization (SGLang: --mem-fraction-static).
+    max_model_len: --max-model-len (SGLang: --context-length); None: max_position_embeddings.
+    max_num_batched_tokens: the prefill chunk (SGLang: --chunked-prefill-size).
+    max_num_seqs: the sampler's profiled rows (vLLM only).
+    block_size: tokens per KV block (SGLang: --page-size, 1).
+    cuda_graph_max_bs: SGLang's --cuda-graph-max-bs (its default share reserves for it).
     entrypoint: `vllm serve` or the Python `LLM` class (their batch defaults differ).
     """
 
@@ -94,6 +107,7 @@ class ServeSettings:
     max_num_seqs: int | None = None
     kv_cache_dtype: str = "auto"
     block_size: int | None = None
+    cuda_graph_max_bs: int | None = None
     entrypoint: Entrypoint = "serve"
 
     def __post_init__(self) -> None:
@@ -117,14 +131,40 @@ class ServeSettings:
         ):
             if getattr(self, name) is not None:
                 positive_int(name, getattr(self, name), maximum=bound)
+        if self.cuda_graph_max_bs is not None:
+            positive_int(
+                "cuda_graph_max_bs", self.cuda_graph_max_bs, maximum=MAX_CONCURRENT_SEQUENCES
+            )
+        sglang = self.engine == "sglang"
+        for name, applies in (
+            ("cuda_graph_max_bs", sglang),
+            ("max_num_seqs", not sglang),
+        ):
+            if getattr(self, name) is not None and not applies:
+                raise InputError(
+                    name,
+                    f"{name} does not apply to engine {self.engine}: "
+                    + (
+                        "it is SGLang's (engine sglang)"
+                        if name == "cuda_graph_max_bs"
+                        else "SGLang profiles no sampler; its pool does not depend on it"
+                    ),
+                )
+        if sglang and self.entrypoint != "serve":
+            raise InputError(
+                "entrypoint",
+                f"entrypoint applies to vLLM only; got {self.entrypoint!r} with sglang",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Card:
-    """The GPU as the runtime sees it: torch's total_memory and the device name."""
+    """The GPU as the runtime sees it: torch's total_memory and the device name, and
+    nvidia-smi's total in MiB where known (SGLang picks its defaults by it)."""
 
     total_bytes: int
     name: str
+    smi_total_mib: int | None = None
 
     def __post_init__(self) -> None:
         positive_int("total_bytes", self.total_bytes)
@@ -136,6 +176,13 @@ class Startup:
 
     kv_budget_bytes may be negative (the runtime then refuses to start); blocks and
     kv_tokens are 0 then.
+
+    SGLang: utilization is --mem-fraction-static (utilization_source says whether given or
+    by SGLang's rule); non_torch is the memory in use before loading; free_before_load_bytes
+    is `pre`, reserve_bytes what the static share leaves out, usable_bytes the static
+    share (weights + pool), kv_budget_bytes the pool `rest`; the activation lines are 0 and
+    max_num_batched_tokens is --chunked-prefill-size; max_concurrency is tokens over the
+    context length.
     """
 
     engine: EngineId
@@ -158,6 +205,10 @@ class Startup:
     kv_tokens: int
     max_concurrency: float
     error: str | None
+    free_before_load_bytes: int | None = None
+    reserve_bytes: int | None = None
+    cuda_graph_max_bs: int | None = None
+    utilization_source: str = "input"
 
     @property
     def starts(self) -> bool:
@@ -256,17 +307,75 @@ def _vllm_error(engine: EngineId, budget: int, tokens: int, needed: int, length:
     return None
 
 
+def sglang_startup(spec: ModelSpec, card: Card, settings: ServeSettings) -> Startup:
+    """SGLang's static pool for one rank (`calculators.serving.sglang_startup`):
+
+    pre = total - in use before loading (measured); post = pre - weights;
+    rest = post - pre x (1 - f); tokens = floor(rest / cell) // page x page.
+    """
+    tp = settings.tp
+    weights = _weights(spec, tp, settings.format_id)
+    length = _model_len(spec, settings)
+    page = settings.block_size or RUNTIMES["sglang"].block_size
+    per_token = kv_bytes_per_token(spec, tp, settings.kv_cache_dtype, "sglang")
+    in_use = in_use_before_load(tp)
+    smi = card.smi_total_mib
+    chunked, graph_bs = sglang_batch_defaults(smi, tp) if smi is not None else (4096, 160)
+    chunked = settings.max_num_batched_tokens or chunked
+    graph_bs = settings.cuda_graph_max_bs or graph_bs
+    if settings.utilization is not None:
+        fraction, source = settings.utilization, "input"
+    else:
+        fraction = default_mem_fraction_static(smi, tp, chunked, graph_bs)
+        source = "SGLang's rule for the card"
+    pre = card.total_bytes - in_use.bytes
+    reserve = reserve_bytes(pre, fraction)
+    rest = pre - weights.total_bytes - reserve
+    tokens = pool_tokens(rest, per_token, page)
+    error = None if tokens > 0 else NOT_ENOUGH_MEMORY
+    if weights.total_bytes > pre:
+        error = "CUDA out of memory while loading the weights"
+    return Startup(
+        engine="sglang",
+        tp=tp,
+        total_bytes=card.total_bytes,
+        utilization=fraction,
+        usable_bytes=pre - reserve,
+        weights=weights,
+        non_torch=in_use,
+        max_model_len=length,
+        max_num_batched_tokens=chunked,
+        max_num_seqs=0,
+        forward_bytes=0,
+        sampler_bytes=0,
+        activation_bytes=0,
+        kv_budget_bytes=rest,
+        bytes_per_token=per_token,
+        block_size=page,
+        blocks=tokens // page,
+        kv_tokens=tokens,
+        max_concurrency=tokens / length,
+        error=error,
+        free_before_load_bytes=pre,
+        reserve_bytes=reserve,
+        cuda_graph_max_bs=graph_bs,
+        utilization_source=source,
+    )
+
+
 def startup(spec: ModelSpec, card: Card, settings: ServeSettings) -> Startup:
     """The runtime's startup accounting for one rank (module docstring for each line)."""
     engine, tp = settings.engine, settings.tp
     check_degree(spec, tp, settings.format_id)
+    if engine == "sglang":
+        return sglang_startup(spec, card, settings)
     runtime = RUNTIMES[engine]
     weights = _weights(spec, tp, settings.format_id)
     length = _model_len(spec, settings)
     block = settings.block_size or runtime.block_size
     per_token = kv_bytes_per_token(spec, tp, settings.kv_cache_dtype, engine)
     non_torch = non_torch_bytes(tp)
-    util = settings.utilization or runtime.default_utilization
+    util = settings.utilization or runtime.default_utilization or 0.9
     usable = int(card.total_bytes * util)
     default_tokens, default_seqs = vllm_batch_defaults(
         engine, settings.entrypoint, card.total_bytes, card.name, length
