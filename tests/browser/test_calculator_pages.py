@@ -21,6 +21,7 @@ CASES = [
     ("calculators/kv-cache/", "kv-cache", ("context", "16384"), ("context", "-5")),
     ("calculators/envelope/", "envelope", ("batch", "8"), ("batch", "0")),
     ("calculators/serve/", "serve", ("tp", "2"), ("gpu_memory_utilization", "1.5")),
+    ("calculators/serve/", "serve", ("engine", "sglang"), ("mem_fraction_static", "1.5")),
     ("calculators/training/", "training", ("seq_len", "4096"), ("zero", "7")),
     ("calculators/throughput/", "throughput", ("mfu", "0.5"), ("mfu", "2")),
     ("calculators/batch/", "batch", ("micro_batch", "2"), ("micro_batch", "abc")),
