@@ -60,3 +60,13 @@ def test_an_answer_after_the_problem_or_past_600_words_is_refused() -> None:
     assert answer_end("# T\n\n" + box + "## The problem\n") is not None
     assert prose_words("word " * 700 + box) > FIRST_SCREEN_WORDS
     assert answer_end("# T\n\n## The problem\n\nno answer here\n") is None
+
+
+def test_no_index_marks_a_written_guide_as_planned() -> None:
+    # a section index once listed two finished guides as "(planned)"
+    link = re.compile(r"\]\(([\w.-]+\.(?:md|ipynb))\)\s*\*\(planned\)\*")
+    for section in SECTIONS:
+        index = DOCS / section / "index.md"
+        stale = [m for m in link.findall(index.read_text(encoding="utf-8"))
+                 if (DOCS / section / m).is_file()]  # fmt: skip
+        assert stale == [], f"{section}/index.md marks written guides as planned: {stale}"
