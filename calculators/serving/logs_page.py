@@ -259,8 +259,8 @@ def serving_logs_markdown(path: str) -> str:
     collected = len(comparisons) + len(data.get("not_modelled", [])) + len(sglang)
     parts = [
         f"**{collected} launches** collected "
-        f"from public issue threads: **{len(comparisons)} vLLM launches compared** line by "
-        f"line, {len(sglang)} SGLang launches (checked below as far as their logs allow), "
+        f"from public GitHub threads and files: **{len(comparisons)} vLLM launches compared** line "
+        f"by line, {len(sglang)} SGLang launches (checked below as far as their logs allow), "
         f"{len(data.get('not_modelled', []))} not modelled (listed below with the reason); "
         f"{len(left_out)} more threads read and left out (listed at the end). Logged / "
         "predicted; ✓ within the stated tolerance, ✗ outside it.\n",
