@@ -70,7 +70,8 @@ def test_the_decision_comes_within_the_first_600_words():
 # "The digits example has [[dig:paired.positive_flips]] flips each way: the statistic is
 # [[dig:paired.mcnemar.statistic]] and its p-value [[dig:paired.mcnemar.p_value]]" (the
 # statsmodels figures, unclamped), "The decision does not move"; "an even split"; "the
-# wider model is shown neither better nor worse"; "a gain or a loss of that size".
+# wider model is shown neither better nor worse"; "a gain or a loss of that size"; the
+# decision section: "the two digit classifiers are not shown different".
 def test_digits_five_against_five_unclamped_and_no_difference(r):
     p = r["dig"]["paired"]
     m, d = p["mcnemar"], p["difference"]
@@ -85,10 +86,10 @@ def test_digits_five_against_five_unclamped_and_no_difference(r):
         assert d[name]["low"] == pytest.approx(-d[name]["high"])  # "either way"
 
 
-# "raises the exact-match rate by [[ext:paired.accuracy_change]] (... to ..., mid-p ...):
-# it is better on these examples"; "a split this uneven would be rare"; "the uncorrected
-# chi-square's p-value ... is close to the mid-p with this many"; "[[ext:n]] outputs give
-# a wide one".
+# the decision section: "The second extractor is better on exact match
+# (+[[ext:paired.accuracy_change]], ... to ..., mid-p ...)"; "a split this uneven would be
+# rare"; "the uncorrected chi-square's ... is close to the mid-p with this many"; "with a
+# wide 95% interval from ... to ... over [[ext:n]] outputs".
 def test_extraction_b_better_on_exact_match_with_a_wide_interval(r):
     p = r["ext"]["paired"]
     m, d = p["mcnemar"], p["difference"]["newcombe"]
@@ -100,8 +101,9 @@ def test_extraction_b_better_on_exact_match_with_a_wide_interval(r):
     assert m["discordant"] >= 25  # "a few dozen": the chi-square approximation is fair
 
 
-# "McNemar's mid-p value becomes [[extnorm:...p_value_mid]], with an interval on the change
-# ... that holds zero: no longer a rare split".
+# "its exact match rises to [[extnorm:a.exact_match]] ... and the mid-p value
+# [[extnorm:...p_value_mid]], with an interval from ... to ... that holds zero: b is no
+# longer shown better".
 def test_normalized_extraction_no_longer_shown_better(r):
     p = r["extnorm"]["paired"]
     assert p["mcnemar"]["p_value_mid"] > 0.05
@@ -109,10 +111,11 @@ def test_normalized_extraction_no_longer_shown_better(r):
     assert r["extnorm"]["a"]["exact_match"] > r["ext"]["a"]["exact_match"]
 
 
-# "a difference of [[fs:paired.mean_difference]]. b scores higher on [[fs:b_higher]]
-# outputs, a on [[fs:a_higher]] ... the interval ... from ... to ... that holds 0 ... on
-# this score, b is not shown better"; the decision section: "its gain is ..., with an
-# interval ... that holds 0"; "the default, [[fs:paired.bootstrap.resamples]]".
+# "b gains [[fs:paired.mean_difference]] on a's mean of [[fs:a.mean]] ... the interval
+# runs from ... to ... on this score, unlike exact match, b is not shown better"; the
+# note: "b scores higher on [[fs:b_higher]] outputs, a on [[fs:a_higher]]"; the decision
+# section: "not shown better on field F1 (+..., interval ... to ...)";
+# "[[fs:paired.bootstrap.resamples]] by default".
 def test_field_scores_bootstrap_holds_zero(r):
     fs = r["fs"]
     p, s = fs["paired"], fs["paired"]["bootstrap"]
@@ -123,8 +126,8 @@ def test_field_scores_bootstrap_holds_zero(r):
     assert (s["resamples"], s["seed"]) == (2_000, 0)  # the calculator's defaults
 
 
-# "Most of a's exact-match errors are near misses, an output with one or two fields
-# wrong ...; most of what remains of the gap comes from the few outputs that score 0".
+# "Most of a's exact-match errors are near misses, one or two fields wrong ...; Most of
+# the remaining gap comes from the few outputs that score 0, those that are not JSON".
 def _wrong_fields(reference: Any, output: Any) -> int | None:
     """Fields an output gets wrong (missing, another value, or not in the reference);
     None for an output that is not a JSON object."""
