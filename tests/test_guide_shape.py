@@ -15,6 +15,9 @@ SECTIONS = ("memory", "evaluation", "training", "adaptation", "budget")
 # pages of a section that are not guides: its index and a protocol's checklist
 NOT_GUIDES = {"index.md", "fine-tuning-protocol.md"}
 FIRST_SCREEN_WORDS = 600
+# issue 23: pages of 4,500 to 7,500 words read as references, not guides; digressions go
+# into collapsed notes, which a reader opens when they want them
+PAGE_WORDS = 4000
 BOX = re.compile(r'^!!! abstract "In short[^"]*"\n(?:    .*\n|\n)+', re.M)
 DECISION = re.compile(r"^## The decision\b.*\n(?:(?!## ).*\n)+", re.M)
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
@@ -47,6 +50,12 @@ def test_the_answer_comes_first(page: Path) -> None:
     assert "## The problem" not in text[:answer_starts], f"{page.name}: the answer comes late"
     words = prose_words(text[:end])
     assert words <= FIRST_SCREEN_WORDS, f"{page.name}: the answer ends after {words} words"
+
+
+@pytest.mark.parametrize("page", guides(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_page_reads_in_at_most_4000_words_as_it_opens(page: Path) -> None:
+    words = prose_words(page.read_text(encoding="utf-8"))
+    assert words <= PAGE_WORDS, f"{page.name}: {words} words outside collapsed notes"
 
 
 def test_the_word_count_leaves_code_and_collapsed_notes_out() -> None:

@@ -102,14 +102,17 @@ def test_the_page_blocks_are_the_inputs_these_tests_compute() -> None:
 def test_chunked_prefill_fits_every_combination_on_one_card(uc) -> None:
     assert len(uc["rows"]) == 36
     assert all(r["fits"] and r["cards"] == 1 for r in uc["rows"])
-    # "even bf16 weights with a bf16 cache leave room on one L40S for N sequences": N >= 16
+    # worked pass: "The cheapest single card for each weights format" (the table above it
+    # has no cards column, so the sentence carries the figure)
+    assert all(c["cards"] == 1 for c in uc["cheapest"])
+    # "bf16 weights and cache leave room on one L40S for N sequences": N >= 16
     assert _row(uc, "bf16/bf16/l40s")["max_sequences"] >= 16
 
 
 def test_each_card_prefills_in_vllm_serves_default_chunk(uc, served) -> None:
-    # "here each card's `vllm serve` default: [[uc:...l40s.prefill_chunk]] tokens per step on
-    # the L40S, [[uc:...h100-sxm.prefill_chunk]] on the H100 and H200": the serve
-    # calculator's default max_num_batched_tokens on each card, from vLLM's own rule
+    # "as vLLM does (by default [[uc:...l40s.prefill_chunk]] tokens per step on the L40S,
+    # [[uc:...h100-sxm.prefill_chunk]] on the H100 and H200)": the serve calculator's
+    # default max_num_batched_tokens on each card, from vLLM's own rule
     def default_chunk(gpu: str) -> int:
         r = compute("serve", {"model": "llama-3.1-8b", "gpu": gpu, "max_model_len": "8192"})
         return r["max_num_batched_tokens"]
@@ -121,20 +124,20 @@ def test_each_card_prefills_in_vllm_serves_default_chunk(uc, served) -> None:
 
 
 def test_whole_batch_prefill_needs_two_l40s_for_bf16_only(uc, whole) -> None:
-    # "needs X of activations for that pass instead of Y, and then bf16 weights with a bf16
-    # cache need [[whole:...cards]] L40S; every other combination still fits one card"
+    # "One-pass prefill ... takes X of activations, not Y: bf16 weights and cache then need
+    # [[whole:...cards]] L40S; all else still fits one card"
     pair = _row(whole, "bf16/bf16/l40s")
     assert pair["cards"] == 2
     assert pair["activations_bytes"] > 10 * _row(uc, "bf16/bf16/l40s")["activations_bytes"]
     others = [r for r in whole["rows"] if r["id"] != "bf16/bf16/l40s"]
     assert all(r["cards"] == 1 for r in others)
-    # worked pass: "and still one H100 or H200"
+    # "all else" includes bf16 with a bf16 cache on one H100 or H200
     assert _row(whole, "bf16/bf16/h100-sxm")["cards"] == 1
     assert _row(whole, "bf16/bf16/h200")["cards"] == 1
 
 
 def test_vllm_accounting_holds_the_workload_on_one_l40s() -> None:
-    # "vLLM's own startup accounting predicts a maximum concurrency of N such sequences"
+    # "vLLM's startup accounting ... predicts a maximum concurrency of N such sequences"
     r = compute(
         "serve", {"model": "llama-3.1-8b", "gpu": "l40s", "format": "bf16", "max_model_len": "8192"}
     )
@@ -171,7 +174,7 @@ def test_served_formats_fit_one_card_and_sit_near_their_gguf_counterparts(uc, se
     def cost(result: dict[str, Any], fmt: str) -> float:
         return _cheapest(result, fmt)["cost_per_million_tokens"]
 
-    # "The 4-bit checkpoints take about the bytes of q5_K_M and their bounds are close to its"
+    # "The 4-bit checkpoints take about q5_K_M's bytes and reach about its bound"
     for fmt in ("awq-int4", "gptq-int4"):
         assert abs(weights(fmt) / weights("gguf-q5_k_m") - 1) < 0.01
         assert abs(cost(served, fmt) / cost(uc, "gguf-q5_k_m") - 1) < 0.02
@@ -180,19 +183,20 @@ def test_served_formats_fit_one_card_and_sit_near_their_gguf_counterparts(uc, se
     assert abs(cost(served, "fp8-e4m3") / cost(uc, "gguf-q8_0") - 1) < 0.1
     # the decision section: 4-bit cheaper than FP8, cheaper than bf16
     assert cost(served, "awq-int4") < cost(served, "fp8-e4m3") < cost(served, "bf16")
-    # "their weights come to N bits per parameter rather than 8": embeddings and head in bf16
+    # "[[wfp8:bits_per_parameter]] bits per parameter, not 8": embeddings and head in bf16
     bits = compute("weights", {"model": "llama-3.1-8b", "format": "fp8-e4m3"})
     assert bits["bits_per_parameter"] > 8
 
 
 def test_fp8_peak_is_twice_bf16_on_the_h100() -> None:
-    # "the 4-bit kernels multiply in 16 bits, at half the FP8 tensor cores' peak"
+    # note "Why the 4-bit bounds flatter 4-bit kernels": "the 4-bit kernels multiply in 16
+    # bits, at half the FP8 tensor cores' peak"
     h100 = get_gpu("h100-sxm")
     assert h100.fp8_dense_tflops == pytest.approx(2 * h100.bf16_dense_tflops, rel=0.01)
 
 
 def test_vllm_concurrency_rises_as_the_weights_shrink() -> None:
-    # "it predicts a maximum concurrency of A in bf16, B in FP8 and C in AWQ int4"
+    # "predicts vLLM's maximum concurrency at A in bf16, B in FP8 and C in AWQ int4"
     def concurrency(fmt: str) -> float:
         r = compute(
             "serve",
@@ -223,7 +227,8 @@ def test_the_metrics_rank_the_two_files_in_opposite_order() -> None:
     assert m["delta_ppl"]["better"] == "q3_K_L-wt10m" and 2 < m["delta_ppl"]["sigmas"] < 3
     # the KL divergence puts q4_0 closer to the reference, by less than two standard errors
     assert m["kld_mean"]["better"] == "q4_0" and 1 < m["kld_mean"]["sigmas"] < 2
-    # "their mean KL divergences differ by N%" (a few percent), "the RMS Δp leans to q4_0"
+    # note: "their mean KL divergences differ by N%" (a few percent), "the RMS Δp leans
+    # towards q4_0"; body: "the two are about equal"
     assert 0 < m["kld_mean"]["relative_difference"] < 0.05
     assert m["rms_delta_p_pct"]["better"] == "q4_0"
     # mean Δp (the correct token only) sides with perplexity
