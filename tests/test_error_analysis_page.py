@@ -57,7 +57,7 @@ def _words(markdown: str) -> list[str]:
 
 
 def test_the_decision_comes_within_the_first_600_words():
-    # DEVELOPERS.md: the reader finds the decision for their case within 600 words
+    # issue 23: the reader finds the decision for their case within 600 words
     start = TEXT.index("## The decision for your case")
     end = TEXT.index("??? note", start)  # digressions collapse from here on
     assert len(_words(TEXT[:end])) <= 600
