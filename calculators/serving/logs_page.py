@@ -199,6 +199,36 @@ def sglang_markdown(checks: list[SGLangCheck], launches: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _short_model(repo: str) -> str:
+    """A chart label's model: the repository's name without its chat suffix."""
+    return repo.split("/")[-1].removesuffix("-Instruct").removesuffix("-it")
+
+
+def sglang_chart(checks: list[SGLangCheck]) -> str:
+    """The checks' errors as bars: |predicted - logged| as a share of the logged pool."""
+    if not checks:
+        return ""
+    bars = sorted(
+        (
+            (
+                f"{c.relative:+.3%} {_short_model(c.model)}, TP {c.tp}, {c.kind}",
+                abs(c.relative) * 100,
+            )
+            for c in checks
+        ),
+        key=lambda b: b[1],
+    )
+    title = "SGLang's pool: predicted against logged, per check"
+    svg = bar_chart_svg(
+        bars,
+        title=title,
+        value_format=lambda v: f"{v:.3f}%",
+        unit_label="absolute error, % of the logged tokens (the label gives its sign: + "
+        "predicted above logged)",
+    )
+    return f'<figure class="kd-figure">{svg}<figcaption>{escape(title)}</figcaption></figure>\n'
+
+
 def pool_markdown(checks: list[PoolCheck]) -> str:
     """SGLang's logged KV pool beside tokens x the predicted bytes per token."""
     held = sum(1 for c in checks if c.within)
@@ -287,7 +317,12 @@ def serving_logs_markdown(path: str) -> str:
         not_modelled_markdown(data.get("not_modelled", [])),
     ]
     if sglang:
-        parts += ["\n### SGLang: the pool it sizes\n", sglang_markdown(sglang_checks(path), sglang)]
+        checks_sglang = sglang_checks(path)
+        parts += [
+            "\n### SGLang: the pool it sizes\n",
+            sglang_chart(checks_sglang),
+            sglang_markdown(checks_sglang, sglang),
+        ]
     checks = pool_checks(path)
     if checks:
         parts += ["\n### SGLang's KV pool, per token\n", pool_markdown(checks)]

@@ -1,0 +1,39 @@
+"""The validation page's section (calculators/serving/logs_page.py, the `[[serving-logs]]`
+directive): its counts are the data file's, and each SGLang check has its row and its bar."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from calculators.serving.logs import load_records
+from calculators.serving.logs_page import serving_logs_markdown
+from calculators.serving.sglang_logs import sglang_checks
+
+RECORDS = Path(__file__).resolve().parents[1] / "docs" / "data" / "serving-logs" / "records.json"
+DATA = load_records(str(RECORDS))
+PAGE = serving_logs_markdown(str(RECORDS))
+
+
+def test_the_counts_are_the_files():
+    total = len(DATA["records"]) + len(DATA["not_modelled"]) + len(DATA["sglang"])
+    assert PAGE.startswith(f"**{total} launches** collected")
+    assert f"**{len(DATA['records'])} vLLM launches compared**" in PAGE
+    assert f"{len(DATA['sglang'])} SGLang launches" in PAGE
+    assert f"{len(DATA['left_out'])} more threads read and left out" in PAGE
+
+
+def test_each_sglang_check_has_its_row_and_its_bar():
+    checks = sglang_checks(str(RECORDS))
+    section = PAGE[PAGE.index("### SGLang: the pool it sizes") :]
+    chart = section[: section.index("</svg>")]  # the wide variant (a phone one follows)
+    assert len(re.findall(r"<rect [^>]*><title>", chart)) == len(checks)
+    for c in checks:
+        row = f"| [{c.id}]({c.source}) | {c.model} | {c.tp} | {c.kind} |"
+        assert row in section, row
+        assert f"{c.logged_tokens:,} | {c.predicted_tokens:,} |" in section
+    # a launch without a check says why
+    checked = {c.id for c in checks}
+    for r in DATA["sglang"]:
+        if r["id"] not in checked:
+            assert r["not_compared"] in section.replace("&#x27;", "'"), r["id"]
