@@ -22,7 +22,7 @@ from calculators.memory.gpus import get_gpu
 from calculators.model.presets import load_preset
 from calculators.model.spec import ModelSpec
 from calculators.serving.logs import load_records
-from calculators.serving.sglang_logs import sglang_checks
+from calculators.serving.sglang_logs import free_before_load_gib, sglang_checks
 from calculators.serving.sglang_startup import (
     IN_USE_BEFORE_LOAD,
     NOT_ENOUGH_MEMORY,
@@ -33,7 +33,7 @@ from calculators.serving.sglang_startup import (
     sglang_04_fraction,
     sglang_batch_defaults,
 )
-from calculators.serving.startup import Card, ServeSettings, startup
+from calculators.serving.startup import Card, ServeSettings, catalog_card, startup
 
 GIB = 1 << 30
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,10 +59,9 @@ def _preset(preset_id: str) -> ModelSpec:
 
 
 def _card(gpu_id: str) -> Card:
-    gpu = get_gpu(gpu_id)
-    return Card(
-        total_bytes=gpu.visible_bytes, name=gpu.name, smi_total_mib=NVIDIA_SMI_TOTAL_MIB[gpu_id]
-    )
+    card = catalog_card(gpu_id)
+    assert card.smi_total_mib == NVIDIA_SMI_TOTAL_MIB[gpu_id]
+    return card
 
 
 LLAMA8 = _preset("llama-3.1-8b")
@@ -164,10 +163,7 @@ def test_the_measured_constants_are_the_records_values():
         for rid, value in m.values_gib.items():
             r = BY_ID[rid]
             assert r["tensor_parallel_size"] == tp
-            logged = r["logged"]
-            pre = logged.get("avail_mem_before_load_gb") or round(
-                logged["avail_mem_after_load_gb"] + logged["weight_mem_usage_gb"], 2
-            )
+            pre = free_before_load_gib(r["logged"])
             assert round(get_gpu(r["gpu_catalog"]).visible_gib - pre, 2) == value, rid
 
 

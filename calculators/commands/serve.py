@@ -15,10 +15,8 @@ from calculators.commands.shared import (
 )
 from calculators.errors import InputError
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
-from calculators.memory.gpus import get_gpu
 from calculators.render import table
 from calculators.serving.runtimes import ENGINES, RUNTIMES
-from calculators.serving.sglang_startup import NVIDIA_SMI_TOTAL_MIB
 from calculators.serving.sharding import SERVED_FORMATS
 from calculators.serving.startup import (
     KV_DTYPES,
@@ -26,6 +24,7 @@ from calculators.serving.startup import (
     Card,
     ServeSettings,
     Startup,
+    catalog_card,
     longest_model_len,
     smallest_tp,
     startup,
@@ -105,12 +104,7 @@ def _card(args: Args) -> Card:
     visible = gib_or_none("memory_gib", args.memory_gib)
     if visible is not None:
         return Card(total_bytes=visible, name="")
-    gpu = get_gpu(args.gpu)
-    return Card(
-        total_bytes=gpu.visible_bytes,
-        name=gpu.name,
-        smi_total_mib=NVIDIA_SMI_TOTAL_MIB.get(gpu.id),
-    )
+    return catalog_card(args.gpu)
 
 
 def _fraction(args: Args) -> float | None:

@@ -175,7 +175,13 @@ NON_TORCH: dict[int, Measured] = {
 }
 
 
+def at_tp(table: dict[int, Measured], tp: int) -> Measured:
+    """A constant measured by TP size, at `tp` ranks: the nearest smaller TP size's (the
+    smallest's below every measured size)."""
+    sizes = sorted(t for t in table if t <= tp) or sorted(table)
+    return table[sizes[-1]]
+
+
 def non_torch_bytes(tp: int) -> Measured:
     """vLLM's measured non-torch memory at `tp` ranks (the nearest smaller TP size's)."""
-    sizes = sorted(t for t in NON_TORCH if t <= tp) or sorted(NON_TORCH)
-    return NON_TORCH[sizes[-1]]
+    return at_tp(NON_TORCH, tp)

@@ -25,15 +25,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from calculators.memory.gpus import get_gpu
 from calculators.serving.logs import LOG_ROUNDING_GIB, TOLERANCES, load_records, record_spec
+from calculators.serving.sglang_pool import layout_bytes_per_token
 from calculators.serving.sglang_startup import (
     NVIDIA_SMI_TOTAL_MIB,
     default_mem_fraction_static,
     sglang_04_fraction,
     sglang_batch_defaults,
 )
-from calculators.serving.startup import Card, ServeSettings, kv_bytes_per_token, startup
+from calculators.serving.startup import ServeSettings, catalog_card, startup
 
 _GIB = 2**30
 
@@ -84,14 +84,14 @@ def _fraction(record: dict[str, Any]) -> tuple[float, str] | None:
     card = record.get("gpu_catalog")
     if rule != "pr10975" or card not in NVIDIA_SMI_TOTAL_MIB:
         return None
-    chunked, graph_bs = sglang_batch_defaults(NVIDIA_SMI_TOTAL_MIB[card], tp)
-    return (
-        default_mem_fraction_static(NVIDIA_SMI_TOTAL_MIB[card], tp, chunked, graph_bs),
-        "SGLang's rule",
-    )
+    gpu_mib = NVIDIA_SMI_TOTAL_MIB[card]
+    fraction = default_mem_fraction_static(gpu_mib, tp, *sglang_batch_defaults(gpu_mib, tp))
+    return fraction, "SGLang's rule"
 
 
-def _free_before_load(logged: dict[str, Any]) -> float | None:
+def free_before_load_gib(logged: dict[str, Any]) -> float | None:
+    """The free memory a launch logs before loading, or its after-load free memory plus
+    the logged "mem usage" (SGLang takes both from the same two readings)."""
     if logged.get("avail_mem_before_load_gb") is not None:
         return logged["avail_mem_before_load_gb"]
     if logged.get("avail_mem_after_load_gb") is not None and logged.get("weight_mem_usage_gb"):
@@ -99,22 +99,17 @@ def _free_before_load(logged: dict[str, Any]) -> float | None:
     return None
 
 
-def _per_token(record: dict[str, Any], folder: str) -> int:
-    spec = record_spec({**record, "config": record["kv_config"]}, folder)
-    return kv_bytes_per_token(spec, record["tensor_parallel_size"], "auto", "sglang")
-
-
 def memory_check(record: dict[str, Any], folder: str) -> SGLangCheck | None:
     """Check 1 (module docstring), or None where the record lacks an input."""
     logged = record["logged"]
     fraction = _fraction(record)
-    pre, post = _free_before_load(logged), logged.get("avail_mem_after_load_gb")
+    pre, post = free_before_load_gib(logged), logged.get("avail_mem_after_load_gb")
     if fraction is None or pre is None or post is None or "kv_config" not in record:
         return None
     if record.get("flags", {}).get("max_total_tokens") is not None:
         return None  # the cap, not memory, sets the pool
     f, source = fraction
-    cell = _per_token(record, folder)
+    cell = layout_bytes_per_token(record, folder)
     rest = post - pre * (1 - f)
     predicted = int(rest * _GIB // cell)
     slack = LOG_ROUNDING_GIB * (1 + (1 - f)) * _GIB / cell
@@ -138,12 +133,7 @@ def end_to_end_check(record: dict[str, Any], folder: str) -> SGLangCheck | None:
     fraction = _fraction(record)
     if fraction is None or "config" not in record or record.get("gpu_catalog") is None:
         return None
-    gpu = get_gpu(record["gpu_catalog"])
-    card = Card(
-        total_bytes=gpu.visible_bytes,
-        name=gpu.name,
-        smi_total_mib=NVIDIA_SMI_TOTAL_MIB.get(record["gpu_catalog"]),
-    )
+    card = catalog_card(record["gpu_catalog"])
     spec = record_spec(record, folder)
     settings = ServeSettings(
         engine="sglang",

@@ -67,12 +67,17 @@ class PoolCheck:
         return abs(self.error_gib) <= LOG_ROUNDING_GIB
 
 
+def layout_bytes_per_token(record: dict[str, Any], folder: str) -> int:
+    """One rank's KV bytes per token for a record, from the config its `kv_config` names."""
+    spec = record_spec({**record, "config": record["kv_config"]}, folder)
+    return kv_bytes_per_token(spec, record["tensor_parallel_size"], "auto", "sglang")
+
+
 def pool_check(record: dict[str, Any], folder: str) -> PoolCheck:
     """The check of one record that logs its pool and names `kv_config`."""
     logged = record["logged"]
-    spec = record_spec({**record, "config": record["kv_config"]}, folder)
     tp = record["tensor_parallel_size"]
-    per_token = kv_bytes_per_token(spec, tp, "auto", "sglang")
+    per_token = layout_bytes_per_token(record, folder)
     return PoolCheck(
         id=record["id"],
         source=record["source"],

@@ -44,7 +44,7 @@ the reserve for piecewise CUDA graphs that 2026 builds capture by default.
 from __future__ import annotations
 
 from calculators.errors import InputError
-from calculators.serving.runtimes import Measured, measured
+from calculators.serving.runtimes import Measured, at_tp, measured
 
 SRC_SGLANG_RULE = "https://github.com/sgl-project/sglang/pull/10975"
 NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
@@ -112,8 +112,7 @@ def sglang_04_fraction(tp: int) -> float:
 
 def in_use_before_load(tp: int) -> Measured:
     """SGLang's measured memory in use before loading at `tp` ranks (nearest smaller TP)."""
-    sizes = sorted(t for t in IN_USE_BEFORE_LOAD if t <= tp) or sorted(IN_USE_BEFORE_LOAD)
-    return IN_USE_BEFORE_LOAD[sizes[-1]]
+    return at_tp(IN_USE_BEFORE_LOAD, tp)
 
 
 def sglang_batch_defaults(gpu_mib: int, tp: int) -> tuple[int, int]:

@@ -50,6 +50,7 @@ from functools import lru_cache
 from calculators.checks import one_of, positive_int
 from calculators.errors import InputError, shown
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
+from calculators.memory.gpus import get_gpu
 from calculators.memory.kv_cache import KVSettings
 from calculators.memory.kv_cache import kv_bytes_per_token as model_kv_bytes_per_token
 from calculators.model.spec import ModelSpec
@@ -65,6 +66,7 @@ from calculators.serving.runtimes import (
 )
 from calculators.serving.sglang_startup import (
     NOT_ENOUGH_MEMORY,
+    NVIDIA_SMI_TOTAL_MIB,
     default_mem_fraction_static,
     in_use_before_load,
     pool_tokens,
@@ -168,6 +170,14 @@ class Card:
 
     def __post_init__(self) -> None:
         positive_int("total_bytes", self.total_bytes)
+
+
+def catalog_card(gpu_id: str) -> Card:
+    """A catalog card as the runtimes see it: torch's total, its name, nvidia-smi's total."""
+    gpu = get_gpu(gpu_id)
+    return Card(
+        total_bytes=gpu.visible_bytes, name=gpu.name, smi_total_mib=NVIDIA_SMI_TOTAL_MIB.get(gpu.id)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
