@@ -4,11 +4,13 @@ one of them false, the page would still build, so they are checked here on the s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from calculators.web import compute
+from tests.throughput_inputs import LLAMA_8B_ONE_H100, LORA_16_ALL_LINEAR_INPUTS
 
 BASE = {
     "model": "llama-3.1-8b",
@@ -17,7 +19,7 @@ BASE = {
     "precision": "bf16-mixed",
     "checkpointing": "full",
 }
-LORA = {"lora_rank": "16", "lora_targets": "all-linear"}
+LORA = LORA_16_ALL_LINEAR_INPUTS  # the training blocks' LoRA and the `tp` block's
 
 
 def step(gpu: str, **extra: str) -> dict[str, Any]:
@@ -99,14 +101,15 @@ def test_qlora_base_is_a_little_over_a_third_of_its_16_bit_weights() -> None:
 
 
 # Section 10 and the note on 4N: the LoRA run's hours come from a frozen base's FLOPs.
-THROUGHPUT = {
-    "model": "llama-3.1-8b",
-    "tokens": "100000000",
-    "seq_len": "2048",
-    "gpus": "1",
-    "gpu": "h100-sxm",
-    "mfu": "0.3",
-}
+THROUGHPUT = LLAMA_8B_ONE_H100
+
+
+def test_the_pages_throughput_blocks_are_the_inputs_computed_here() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs/adaptation/fine-tuning.md").read_text()
+    inputs = "".join(f"{k}: {v}\n" for k, v in THROUGHPUT.items())
+    lora = "".join(f"{k}: {v}\n" for k, v in LORA.items())
+    assert f"```calculator throughput\nid: tpfull\nshow: no\n{inputs}```" in text
+    assert f"```calculator throughput\nid: tp\nshow: no\n{inputs}{lora}" in text
 
 
 def test_the_plan_counts_a_lora_step_at_about_4n() -> None:
@@ -114,7 +117,7 @@ def test_the_plan_counts_a_lora_step_at_about_4n() -> None:
     from calculators.model.spec import ModelSpec
     from calculators.training.throughput import matmul_parameters
 
-    tp = compute("throughput", {**THROUGHPUT, "lora_rank": "16", "lora_targets": "all-linear"})
+    tp = compute("throughput", {**THROUGHPUT, **LORA})
     full = compute("throughput", THROUGHPUT)
     n = matmul_parameters(ModelSpec.from_hf_config(load_preset("llama-3.1-8b")))
     per_token, full_per_token = (
@@ -137,7 +140,7 @@ def test_the_budget_command_line_gives_the_blocks_lora_hours(capsys) -> None:
 
     from calculators.cli import main
 
-    tp = compute("throughput", {**THROUGHPUT, "lora_rank": "16", "lora_targets": "all-linear"})
+    tp = compute("throughput", {**THROUGHPUT, **LORA})
     argv = [
         "budget",
         *("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mfu", "0.3", "--seq-len", "2048"),

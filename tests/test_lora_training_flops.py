@@ -21,6 +21,7 @@ from calculators.training.throughput import (
 )
 from calculators.web import compute
 from tests.strategies import specs
+from tests.throughput_inputs import LLAMA_8B_ONE_H100, LORA_16_ALL_LINEAR_INPUTS
 
 LLAMA = ModelSpec.from_hf_config(load_preset("llama-3.1-8b"))
 # Llama 3.1 8B config.json (meta-llama/Llama-3.1-8B): hidden 4096, intermediate 14336, 32
@@ -103,14 +104,7 @@ def test_adapter_count_from_the_typed_inputs():
         adapter_parameters_or_none(LLAMA, 16, "qproj")
 
 
-THROUGHPUT = {
-    "model": "llama-3.1-8b",
-    "tokens": "100000000",
-    "seq_len": "2048",
-    "gpus": "1",
-    "gpu": "h100-sxm",
-    "mfu": "0.3",
-}
+THROUGHPUT = LLAMA_8B_ONE_H100  # the fine-tuning guide's example run
 
 
 def test_throughput_calculator_default_is_full_training():
@@ -120,7 +114,7 @@ def test_throughput_calculator_default_is_full_training():
 
 
 def test_throughput_calculator_with_a_rank_uses_the_frozen_base():
-    t = compute("throughput", {**THROUGHPUT, "lora_rank": "16", "lora_targets": "all-linear"})
+    t = compute("throughput", {**THROUGHPUT, **LORA_16_ALL_LINEAR_INPUTS})
     assert t["training"]["adapter_parameters"] == LORA_16_ALL_LINEAR
     assert t["training"]["flops_per_token"] == frozen_base_training_flops_per_token(
         LLAMA, 2048, LORA_16_ALL_LINEAR
