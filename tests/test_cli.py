@@ -101,6 +101,24 @@ def test_serve_json(capsys):
     assert data["kv_tokens"] * data["bytes_per_token"] == lines["kv_cache"]
     assert data["starts"] is True and data["error"] is None
     assert data["smallest_tp"] == 1 and data["longest_model_len"] == 131_072
+    assert data["warnings"] == []  # a catalog card, a model with no sliding layers
+
+
+def test_serve_warns_what_it_sizes_unlike_the_runtime(capsys):
+    # Gemma 3 (its preset's config, five sliding layers in six): vLLM 0.10's hybrid
+    # allocator sizes sliding layers by their window; the prediction, like 0.9, does not
+    data = run_json(capsys, "serve", "--model", "gemma-3-4b", "--gpu", "l40s")
+    assert len(data["warnings"]) == 1 and "hybrid allocator" in data["warnings"][0]
+    data = run_json(capsys, "serve", "--model", "gemma-3-4b", "--gpu", "l40s", "--engine", "vllm-v0")
+    assert data["warnings"] == []  # V0 sizes sliding layers like full ones, as predicted
+    # A card given by its memory has no name, so vLLM's A100 exception cannot be applied
+    data = run_json(capsys, "serve", "--model", "llama-3.1-8b", "--memory-gib", "79.1")
+    assert len(data["warnings"]) == 1 and "A100" in data["warnings"][0]
+    data = run_json(
+        capsys, "serve", "--model", "llama-3.1-8b", "--memory-gib", "79.1",
+        "--max-num-batched-tokens", "2048", "--max-num-seqs", "256",
+    )  # fmt: skip
+    assert data["warnings"] == []
 
 
 def test_serve_refuses_a_bad_tp_in_one_line(capsys):

@@ -199,12 +199,25 @@ def test_degrees_the_runtimes_refuse_name_tp(spec, tp, fmt, words):
         ({"engine": "sglang", "cuda_graph_max_bs": 0}, "cuda_graph_max_bs"),
         ({"kv_cache_dtype": "int4"}, "kv_cache_dtype"),
         ({"format_id": "gguf-q4_k_m"}, "format"),
+        # vllm/config.py (0.9-0.10): BlockSize = Literal[1, 8, 16, 32, 64, 128]
+        ({"block_size": 7}, "block_size"),
+        # vllm/engine/arg_utils.py (0.6-0.8): --block-size choices=[8, 16, 32, 64, 128]
+        ({"engine": "vllm-v0", "block_size": 1}, "block_size"),
     ],
 )
 def test_bad_settings_name_their_field(kwargs, field):
     with pytest.raises(InputError) as e:
         ServeSettings(**kwargs)
     assert e.value.field == field
+
+
+def test_block_sizes_are_the_runtimes_own():
+    """vLLM V1 takes 1 to 128 in powers of two from 8 (and 1); SGLang any page size."""
+    for size in (1, 8, 16, 32, 64, 128):
+        assert ServeSettings(block_size=size).block_size == size
+    with pytest.raises(InputError, match="one of 1, 8, 16, 32, 64, 128 for engine vllm; got 7"):
+        ServeSettings(block_size=7)
+    assert ServeSettings(engine="sglang", block_size=7).block_size == 7
 
 
 PRESETS = st.sampled_from([LLAMA8, LLAMA70, QWEN3_MOE, DSV2_LITE, _preset("qwen2.5-7b")])

@@ -15,11 +15,13 @@ from calculators.commands.shared import (
 )
 from calculators.errors import InputError
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
+from calculators.model.spec import ModelSpec
 from calculators.render import table
 from calculators.serving.runtimes import ENGINES, RUNTIMES
 from calculators.serving.sharding import SERVED_FORMATS
 from calculators.serving.startup import (
     KV_DTYPES,
+    MAX_TP,
     TP_SIZES,
     Card,
     ServeSettings,
@@ -30,7 +32,7 @@ from calculators.serving.startup import (
     startup,
 )
 from calculators.units import format_gib
-from calculators.web.render import html_table, stacked_bar_svg, summary
+from calculators.web.render import html_table, stacked_bar_svg, summary, warnings_html
 
 COMPUTED, MEASURED, INPUT = "computed", "measured constant", "input"
 
@@ -118,6 +120,31 @@ def _fraction(args: Args) -> float | None:
     return args.mem_fraction_static if sglang else args.gpu_memory_utilization
 
 
+def launch_warnings(spec: ModelSpec, card: Card, settings: ServeSettings) -> list[str]:
+    """What the prediction assumes for this launch that the runtime may not do."""
+    notes = []
+    sliding = any(layer.attention == "sliding" for layer in spec.layers)
+    if sliding and settings.engine == "vllm":
+        notes.append(
+            "This model has sliding-window layers. They are sized like full layers, as "
+            "vLLM 0.9 sizes them; from 0.10 vLLM's hybrid allocator gives them only their "
+            "window, so a 0.10 or later launch reports more KV tokens than predicted here."
+        )
+    if sliding and settings.engine == "sglang":
+        notes.append(
+            "This model has sliding-window layers, sized here like full layers; SGLang's "
+            "separate pool for them (its hybrid sliding-window memory) is not modelled."
+        )
+    batch_given = settings.max_num_batched_tokens is not None and settings.max_num_seqs is not None
+    if not card.name and settings.engine != "sglang" and not batch_given:
+        notes.append(
+            "The card is given by its memory, so vLLM's batch defaults are picked by memory "
+            "alone: vLLM gives an A100 the smaller ones at any size. Give "
+            "--max-num-batched-tokens and --max-num-seqs as you launch."
+        )
+    return notes
+
+
 def run(args: Args) -> tuple[dict[str, Any], str]:
     spec = load_spec(args)
     settings = ServeSettings(
@@ -145,6 +172,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
         **startup_json(s),
         "longest_model_len": longest,
         "smallest_tp": fewest,
+        "warnings": launch_warnings(spec, card, settings),
     }
     return data, "\n".join(_text(data) + assumption_lines(spec))
 
@@ -203,6 +231,7 @@ def _text(r: dict[str, Any]) -> list[str]:
         f"\n{_verdict(r)}",
         _alternatives(r),
         _settings_line(r),
+        *(f"Warning: {w}" for w in r["warnings"]),
     ]
 
 
@@ -225,6 +254,7 @@ def html(r: dict[str, Any]) -> str:
     return "".join(
         [
             summary(f"{r['model']}, TP {r['tp']}: {_verdict(r)}. {_alternatives(r)}."),
+            warnings_html(r),
             stacked_bar_svg(
                 segments,
                 capacity=lines["total"],
@@ -282,8 +312,9 @@ CALCULATOR = Calculator(
             kind="int",
             default=1,
             minimum=1,
-            maximum=max(TP_SIZES),
-            help="--tensor-parallel-size / --tp: the cards one copy is split over.",
+            maximum=MAX_TP,
+            help="--tensor-parallel-size / --tp: the cards one copy is split over "
+            "(across nodes above 8).",
         ),
         Input(
             name="gpu_memory_utilization",

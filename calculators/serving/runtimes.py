@@ -29,6 +29,8 @@ class Runtime:
     """One runtime's rules.
 
     block_size:   tokens per KV block (vLLM's --block-size default; SGLang's --page-size).
+    block_sizes:  the --block-size values the runtime accepts; None where any page size
+                  is taken (SGLang's --page-size).
     versions:     the releases whose rules these are.
     default_utilization: --gpu-memory-utilization; None where the runtime computes its
                   default (SGLang's --mem-fraction-static, `serving.sglang_startup`).
@@ -38,6 +40,7 @@ class Runtime:
     name: str
     versions: str
     block_size: int
+    block_sizes: tuple[int, ...] | None
     default_utilization: float | None
     source: str
 
@@ -48,6 +51,8 @@ RUNTIMES: dict[str, Runtime] = {
         name="vLLM, V1 engine",
         versions="0.9 to 0.10 (V1, the default engine since 0.8)",
         block_size=16,
+        # vllm/config.py: BlockSize = Literal[1, 8, 16, 32, 64, 128]
+        block_sizes=(1, 8, 16, 32, 64, 128),
         default_utilization=0.9,
         source=SRC_VLLM + "vllm/config.py (CacheConfig: block_size 16, gpu_memory_utilization 0.9)",
     ),
@@ -56,6 +61,8 @@ RUNTIMES: dict[str, Runtime] = {
         name="vLLM, V0 engine",
         versions="0.6.5 to 0.8 with VLLM_USE_V1=0 (the memory profiling of PR #10511)",
         block_size=16,
+        # vllm/engine/arg_utils.py: --block-size choices=[8, 16, 32, 64, 128]
+        block_sizes=(8, 16, 32, 64, 128),
         default_utilization=0.9,
         source=SRC_VLLM_V0 + "vllm/worker/worker.py (determine_num_available_blocks)",
     ),
@@ -64,6 +71,7 @@ RUNTIMES: dict[str, Runtime] = {
         name="SGLang",
         versions="0.5.3 and later, with the --mem-fraction-static rule of PR #10975",
         block_size=1,
+        block_sizes=None,
         default_utilization=None,
         source="https://github.com/sgl-project/sglang/pull/10975 (server_args.py, "
         "_handle_gpu_memory_settings) and model_executor/model_runner.py "

@@ -137,6 +137,13 @@ class ServeSettings:
             positive_int(
                 "cuda_graph_max_bs", self.cuda_graph_max_bs, maximum=MAX_CONCURRENT_SEQUENCES
             )
+        allowed = RUNTIMES[self.engine].block_sizes
+        if self.block_size is not None and allowed is not None and self.block_size not in allowed:
+            raise InputError(
+                "block_size",
+                f"block_size must be one of {', '.join(map(str, allowed))} for engine "
+                f"{self.engine}; got {shown(self.block_size)}",
+            )
         sglang = self.engine == "sglang"
         for name, applies in (
             ("cuda_graph_max_bs", sglang),
