@@ -2,8 +2,9 @@
 the predictor, line by line, with the tolerances `calculators.serving.logs` states.
 
 Each record cites the public issue or pull-request thread its lines were copied from.
-A record outside a tolerance is listed in KNOWN_MISSES with the reason; a listed record
-that comes within its tolerances fails the test too, so that the list (and the
+A record outside a tolerance is listed in `calculators.serving.logs.KNOWN_MISSES` with
+the reason; a listed record that comes within its tolerances, or misses another line,
+fails the test too, so that the list (and the
 validation page that shows it) stays true.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from calculators.serving.logs import compare, error_summary, load_records
+from calculators.serving.logs import KNOWN_MISSES, compare, error_summary, load_records
 from calculators.serving.runtimes import NON_TORCH
 from calculators.serving.sglang_pool import pool_checks
 from calculators.serving.sharding import SERVED_FORMATS
@@ -26,35 +27,13 @@ BY_ID = {r["id"]: r for r in DATA["records"]}
 # an issue or pull-request thread, or (three SGLang launches) a public repository's file
 THREAD = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/((issues|pull)/\d+|blob/[\w.-]+/\S+)")
 
-# record id -> (line, why the predictor misses it)
-KNOWN_MISSES = {
-    "vllm-pr13109-deepseek-coder-v2-lite-awq-h100": (
-        "weights",
-        "the AWQ checkpoint keeps more modules in 16-bit than the AWQ layout assumes "
-        "(embeddings, head and routers only): the predictor is 2.2 GiB short",
-    ),
-    "vllm-21348-qwen3-235b-a22b-fp8-4xh100-tp4": (
-        "kv_budget",
-        "launched with the LMCache connector, whose buffers the predictor does not hold: "
-        "the logged budget is 0.43 GiB (5.4%) below the prediction",
-    ),
-    "vllm-15815-qwen25-32b-instruct-2xl40s-tp2": (
-        "kv_budget",
-        "non-torch memory at TP 2 is logged as 0.30 GiB on these PCIe L40S cards against "
-        "3.58 GiB on the NVLink H100s of the only other TP-2 record: one constant by TP "
-        "size does not hold across interconnects; with the logged value the budget is "
-        "within 0.05 GiB",
-    ),
-    "vllm-pr14447-deepseek-v3-0324-awq-rtx3090-tp16": (
-        "kv_budget",
-        "the logged activation peak (0.37 GiB) is a third of the sampler profile of 256 "
-        "rows; the launch's max_num_seqs is not in the thread",
-    ),
-}
-
 
 def comparisons():
     return [compare(r, DATA["folder"]) for r in DATA["records"]]
+
+
+def test_every_known_miss_is_a_record():
+    assert set(KNOWN_MISSES) <= set(BY_ID)
 
 
 def test_there_are_at_least_25_records_each_citing_its_thread():
@@ -99,7 +78,8 @@ def test_each_record_is_within_its_tolerances_or_a_known_miss(rid):
     c = compare(BY_ID[rid], DATA["folder"])
     missed = sorted(e.line for e in c.lines if e.within is False)
     if rid in KNOWN_MISSES:
-        assert KNOWN_MISSES[rid][0] in missed, f"{rid} is now within: take it off KNOWN_MISSES"
+        # the listed line, and only it: a new miss on another line of the record fails too
+        assert missed == [KNOWN_MISSES[rid][0]], (rid, missed)
     else:
         assert not missed, (rid, [(e.line, e.logged, e.predicted) for e in c.lines])
 

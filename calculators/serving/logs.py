@@ -43,6 +43,35 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 }
 LINES = ("weights", "non_torch", "activation", "kv_budget", "kv_tokens", "max_concurrency")
 
+# record id -> (the line outside its tolerance, why the predictor misses it). The
+# validation page prints these; tests/test_serving_records.py fails when a listed record
+# comes within its tolerance, or misses on any other line.
+KNOWN_MISSES: dict[str, tuple[str, str]] = {
+    "vllm-pr13109-deepseek-coder-v2-lite-awq-h100": (
+        "weights",
+        "the AWQ checkpoint keeps more modules in 16-bit than the AWQ layout assumes "
+        "(embeddings, head and routers only): the predictor is 2.2 GiB short",
+    ),
+    "vllm-21348-qwen3-235b-a22b-fp8-4xh100-tp4": (
+        "kv_budget",
+        "launched with the LMCache connector, whose buffers the predictor does not hold: "
+        "the logged budget is 0.43 GiB (5.4%) below the prediction",
+    ),
+    "vllm-15815-qwen25-32b-instruct-2xl40s-tp2": (
+        "kv_budget",
+        "non-torch memory at TP 2 is logged as 0.30 GiB on these PCIe L40S cards against "
+        "3.58 GiB on the NVLink H100s of the only other TP-2 record, a development build: "
+        "one constant by TP size does not hold across these launches (the interconnect is "
+        "a plausible cause, not a confirmed one); with the logged value the budget is "
+        "within 0.05 GiB",
+    ),
+    "vllm-pr14447-deepseek-v3-0324-awq-rtx3090-tp16": (
+        "kv_budget",
+        "the logged activation peak (0.37 GiB) is a third of the sampler profile of 256 "
+        "rows; the launch's max_num_seqs is not in the thread",
+    ),
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class LineError:
@@ -77,6 +106,12 @@ class Comparison:
 
     def line(self, name: str) -> LineError | None:
         return next((e for e in self.lines if e.line == name), None)
+
+    @property
+    def in_sample(self) -> bool:
+        """Whether the non-torch constant the prediction used includes this record's own
+        log (its KV budget, tokens and concurrency then agree partly by construction)."""
+        return self.predicted is not None and self.id in self.predicted.non_torch.records
 
 
 def load_records(path: str) -> dict[str, Any]:

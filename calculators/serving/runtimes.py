@@ -20,8 +20,10 @@ Entrypoint = Literal["serve", "llm"]
 
 _GIB = 2**30
 
-SRC_VLLM = "https://github.com/vllm-project/vllm/blob/v0.10.1/"
+# Each rule's file at a release tag; docs/calculators/serve.md lists them, rule by rule.
+SRC_VLLM = "https://github.com/vllm-project/vllm/blob/v0.9.2/"
 SRC_VLLM_V0 = "https://github.com/vllm-project/vllm/blob/v0.7.3/"
+SRC_SGLANG = "https://github.com/sgl-project/sglang/blob/v0.5.3/"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,9 +75,8 @@ RUNTIMES: dict[str, Runtime] = {
         block_size=1,
         block_sizes=None,
         default_utilization=None,
-        source="https://github.com/sgl-project/sglang/pull/10975 (server_args.py, "
-        "_handle_gpu_memory_settings) and model_executor/model_runner.py "
-        "(profile_max_num_token)",
+        source=SRC_SGLANG + "python/sglang/srt/server_args.py (_handle_gpu_memory_settings, "
+        "PR #10975)",
     ),
 }
 

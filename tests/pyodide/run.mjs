@@ -34,6 +34,7 @@ const DESELECTED = {
   "tests/test_test_profile.py": "tests a script of benchmarks/, which is not copied here",
   "tests/test_error_analysis_page.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_guide_shape.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_serving_sources.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_ablations_guide.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_budget_seed_pages.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_cost_at_equal_quality_page.py":
