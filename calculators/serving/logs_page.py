@@ -345,8 +345,9 @@ def serving_logs_markdown(path: str) -> str:
     in_sample = sum(1 for c in comparisons if c.in_sample)
     parts += [
         f"{IN_SAMPLE} The non-torch constant this prediction used includes the record's own "
-        f"log ({in_sample} of {len(comparisons)} records): its non-torch line agrees by "
-        "construction, and its KV budget, tokens and concurrency partly so.\n",
+        f"log ({in_sample} of {len(comparisons)} records): the error of its non-torch line is "
+        "in-sample (zero where the record is the only one at its TP size), and so, partly, "
+        "are the errors of its KV budget, tokens and concurrency.\n",
         records_markdown(comparisons),
         "",
         quoted_markdown(comparisons),
