@@ -109,7 +109,9 @@ def test_serve_warns_what_it_sizes_unlike_the_runtime(capsys):
     # allocator sizes sliding layers by their window; the prediction, like 0.9, does not
     data = run_json(capsys, "serve", "--model", "gemma-3-4b", "--gpu", "l40s")
     assert len(data["warnings"]) == 1 and "hybrid allocator" in data["warnings"][0]
-    data = run_json(capsys, "serve", "--model", "gemma-3-4b", "--gpu", "l40s", "--engine", "vllm-v0")
+    data = run_json(
+        capsys, "serve", "--model", "gemma-3-4b", "--gpu", "l40s", "--engine", "vllm-v0"
+    )
     assert data["warnings"] == []  # V0 sizes sliding layers like full ones, as predicted
     # A card given by its memory has no name, so vLLM's A100 exception cannot be applied
     data = run_json(capsys, "serve", "--model", "llama-3.1-8b", "--memory-gib", "79.1")

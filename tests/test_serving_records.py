@@ -43,6 +43,11 @@ def test_there_are_at_least_25_records_each_citing_its_thread():
         assert THREAD.fullmatch(r["source"]), r["id"]
         assert r["quoted_lines"], r["id"]
         assert r["model"] and r["gpu"], r["id"]
+        # the flags as the command shows them, or a note saying why they are not known
+        assert r.get("flags") is not None or r.get("flags_note"), r["id"]
+        assert r.get("flags_as_stated"), r["id"]
+        assert r.get("engine_version") or r.get("version_note"), r["id"]
+        assert isinstance(r["tensor_parallel_size"], int), r["id"]
     assert len({r["id"] for r in collected}) == len(collected)
     for x in DATA["left_out"]:
         assert x["source"].startswith("https://") and x["reason"]

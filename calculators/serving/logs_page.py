@@ -170,15 +170,11 @@ def quoted_markdown(comparisons: list[Comparison]) -> str:
     out = []
     for c in comparisons:
         r = c.record
-        flags = ", ".join(
-            f"{k}={v}" for k, v in r.get("flags", {}).items() if v is not None and k != "other"
-        )
+        flags = _flags(r)
         out.append(f'??? quote "{_cell(c.id)}: {_cell(r["model"])} on {_cell(r["gpu"])}"\n')
         out.append(f"    Source: <{r['source']}> ({_cell(r.get('source_comment', ''))}). ")
         total = "unknown" if c.total_bytes is None else f"{c.total_bytes / 2**30:,.2f} GiB"
-        out.append(
-            f"    Flags: {_cell(flags or 'defaults')}; total memory {total} ({c.total_source}).\n"
-        )
+        out.append(f"    Flags: {_cell(flags)}; total memory {total} ({c.total_source}).\n")
         if r.get("note"):
             out.append(f"    {_cell(r['note'])}\n")
         out.append("    ```text")
@@ -187,15 +183,24 @@ def quoted_markdown(comparisons: list[Comparison]) -> str:
     return "\n".join(out)
 
 
+def _flags(r: dict) -> str:
+    """The memory flags as the record gives them, or why they are not known."""
+    flags = r.get("flags")
+    if flags is None:
+        return "not known: " + r.get("flags_note", "")
+    shown = ", ".join(f"{k}={v}" for k, v in flags.items() if v is not None and k != "other")
+    return shown or "defaults"
+
+
 def not_modelled_markdown(rows: list[dict]) -> str:
     out = [
-        "| record | model | card, TP | version | why it is not compared |",
-        "|---|---|---|---|---|",
+        "| record | model | card, TP | version | flags | why it is not compared |",
+        "|---|---|---|---|---|---|",
     ]
     out += [
         f"| [{_cell(r['id'])}]({r['source']}) | {_cell(r['model'])} | {_cell(r['gpu'])}, "
         f"{r['tensor_parallel_size']} | {_cell(r.get('engine_version') or 'not stated')} | "
-        f"{_cell(r['reason'])} |"
+        f"{_cell(_flags(r))} | {_cell(r['reason'])} |"
         for r in rows
     ]
     return "\n".join(out)
