@@ -37,9 +37,11 @@ CONFIG_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def model_format(config: dict[str, Any]) -> str:
-    """The format the checkpoint is published in, from its config.json: what a runtime
-    loads by default (vLLM's and transformers' dtype="auto"). bf16 when the config names
-    none or a dtype a probe cannot hold."""
+    """The format the checkpoint is published in, from its config.json: what
+    transformers' dtype="auto" loads (a float32 config stays float32; vLLM's
+    dtype="auto" would load such a checkpoint in 16 bits, so on a float32 model the probe
+    measures a cache twice the size vLLM's would be unless told `--kv-format bf16`).
+    bf16 when the config names none or a dtype a probe cannot hold."""
     name = config.get("dtype") or config.get("torch_dtype")
     return CONFIG_DTYPES.get(str(name), "bf16")
 

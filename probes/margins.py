@@ -1,16 +1,17 @@
-"""The margin to keep above an estimate, read from the committed probe reports.
+"""How far the committed probe reports measured above (or below) the calculators' estimates.
 
 Every report in `docs/data/validation/` carries `ratio`: measured / estimate for each
 figure both have (a training step's `after_load`, `after_forward`, `backward_peak`,
 `optimizer_step`, `peak` and its per-category lines; the KV cache's bytes; the
-weights'). This module groups those ratios by probe, figure and device kind, and states
-the margin a reader should keep above the estimate: the largest ratio's excess over 1,
-never below 0.
+weights'). This module groups those ratios by probe, figure and device kind, and gives
+the largest excess of measured over estimate: the largest ratio's excess over 1, never
+below 0.
 
-That margin covers only the model's error on what the reports measured. On CPU reports
-that is live tensor bytes, without any caching allocator, CUDA context, library
-workspaces or fragmentation: those need reports measured on a GPU, and until there are
-some the margins here say nothing about them.
+That excess describes only the calculators' error on what the reports measured. Every
+CPU report runs the probes' own reference model and counts its live tensor bytes, with
+no caching allocator, CUDA context, library workspaces or fragmentation: its rows check
+the calculator against its own reference model. They are no margin for a card; only
+reports measured on a GPU could say what a card adds, and none is committed yet.
 
 Standard library only: it runs in the site build, where torch is not installed.
 """
@@ -61,7 +62,7 @@ class Margin:
     min: float
     median: float
     max: float
-    margin: float  # max(0, max - 1): keep this fraction above the estimate
+    margin: float  # max(0, max - 1): the largest excess of measured over the estimate
     backends: tuple[str, ...]
     reports: tuple[str, ...]
     devices: tuple[str, ...]
@@ -140,10 +141,10 @@ def phase_ratios(reports_dir: Path) -> dict[Group, list[Ratio]]:
 
 def margin_summary(ratios: dict[Group, list[Ratio]]) -> list[Margin]:
     """Per (probe, quantity, device kind), across backends: count, min, median and max
-    ratio, and the margin to keep above the estimate, max(0, max ratio - 1).
+    ratio, and the largest excess of measured over the estimate, max(0, max ratio - 1).
 
-    The margin covers only the model's error on what the reports measured; see the
-    module docstring.
+    That excess describes only the calculators' error on what the reports measured (on a
+    CPU, the calculator against its own reference model); see the module docstring.
     """
     merged: dict[tuple[str, str, str], list[tuple[str, Ratio]]] = {}
     for g, rs in ratios.items():
@@ -219,9 +220,9 @@ def margin_markdown(summary: list[Margin]) -> str:
         lines.append("")
     if "cuda" not in kinds:
         lines.append(
-            "No report measured on a GPU is committed yet: these excesses are not a margin "
-            "to keep on a card, and they do not cover the caching allocator's reserve, the "
-            "CUDA context or library workspaces."
+            "No report measured on a GPU is committed yet: these excesses check the "
+            "calculators against their own reference model, and they do not cover the "
+            "caching allocator's reserve, the CUDA context or library workspaces."
         )
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

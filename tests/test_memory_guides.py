@@ -1,17 +1,24 @@
 """The memory guides' sentences that read their computed figures (docs/memory/
-sizing-gpu-memory.md and kv-cache.md): the runtime each serving example assumes changes
-the answer, and the pages say by how much. If a calculator change turned one of these
-sentences false, the page would still build, so they are held here on the same inputs."""
+sizing-gpu-memory.md and kv-cache.md, and the envelope calculator's page): the runtime
+each serving example assumes changes the answer, and the pages say by how much. If a
+calculator change turned one of these sentences false, the page would still build, so
+they are held here on the same inputs."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from calculators.memory.gpus import get_gpu
 from calculators.serving.runtimes import vllm_batch_defaults
+from calculators.units import HEADROOM_DIGITS, format_headroom
 from calculators.web import compute
+from tests.page_blocks import page_blocks, results_by_id
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SEVENTY_B = {"model": "llama-3.1-70b", "context": "8192", "batch": "4"}
 
@@ -66,3 +73,51 @@ def test_the_kv_probe_command_runs_on_an_h100_and_not_on_an_l40s() -> None:
     r = envelope(model="llama-3.1-8b", context="32768", batch="8", gpu="h100-sxm")
     cards = {c["gpu"]: c for c in r["cards"]}
     assert r["fits"] and not cards["l40s"]["fits"] and cards["l40s"]["max_sequences"] >= 1
+
+
+def _page(path: str) -> str:
+    """A docs page with its whitespace folded, so that a sentence reads across lines."""
+    return " ".join((ROOT / "docs" / path).read_text(encoding="utf-8").split())
+
+
+def test_the_sizing_guide_gives_every_headroom_as_approximate() -> None:
+    # calculators/units.py prints headroom to HEADROOM_DIGITS (a tenth of a GiB); the page
+    # says why and, since its reason (tens to a few hundred MiB) can exceed that step,
+    # calls every headroom approximate (tests/test_units.py pins the digits)
+    text = _page("memory/sizing-gpu-memory.md")
+    assert HEADROOM_DIGITS == 1
+    assert (
+        "with about [[e8:headroom_bytes|headroom]] of headroom. Read every headroom as "
+        "approximate, good to a few tenths of a GiB at best: the visible memory it is "
+        "measured against moves by tens to a few hundred MiB with the card and the driver, "
+        "so it is printed to a tenth of a GiB and no finer." in text
+    )
+    refs = re.findall(r"(\S+) \[\[(\w+):headroom_bytes\|(\w+)\]\]", text)
+    assert len(refs) == text.count(":headroom_bytes|") >= 6
+    for before, block, fmt in refs:
+        assert fmt == "headroom", block  # the rounded format, never |gib
+        # in prose "about" precedes it; in the 70B table the column says "(about)"
+        assert before.lstrip("(") in ("about", "|"), (before, block)
+    assert "| headroom (about) |" in text
+    e8 = results_by_id(ROOT / "docs/memory/sizing-gpu-memory.md")["e8"]
+    assert format_headroom(e8["headroom_bytes"]).endswith(" GiB") and e8["fits"]
+
+
+def test_the_envelope_pages_example_is_vllms_chunk_and_names_the_one_pass_case() -> None:
+    blocks = {b.id: b for b in page_blocks(ROOT / "docs/calculators/envelope.md") if b.id}
+    ex, whole = blocks["ex"], blocks["whole"]
+    # the shown example is `vllm serve` on its card; `whole` is the same without a chunk
+    assert int(ex.inputs["prefill_chunk"]) == chunk_for(ex.inputs["gpu"])
+    assert "prefill_chunk" not in whole.inputs
+    assert {k: v for k, v in ex.inputs.items() if k != "prefill_chunk"} == whole.inputs
+    lines = [{x["id"]: x for x in b.result["lines"]} for b in (ex, whole) if b.result]
+    assert lines[0]["activations"]["bytes"] < lines[1]["activations"]["bytes"]
+    assert "transformers' generate()" in lines[1]["activations"]["basis"]
+    text = _page("calculators/envelope.md")
+    assert (
+        "The example serves its requests the way `vllm serve` would on an L40S: the prefill "
+        "chunk is [[ex:prefill_chunk|int]] tokens, vLLM's default on that card" in text
+    )
+    assert ex.inputs["gpu"] == "l40s"
+    assert "Clear the field for the transformers `generate()` case" in text
+    assert "prefill_chunk=" + ex.inputs["prefill_chunk"] + "]]" in text  # the command too

@@ -64,8 +64,9 @@ def test_a_format_torch_cannot_hold_is_a_usage_error(tmp_path, capsys) -> None:
     [("torch_dtype", "float16", "fp16"), ("dtype", "float32", "fp32"), (None, None, "bf16")],
 )
 def test_the_cache_format_follows_the_models_dtype(tmp_path, dtype_key, dtype, fmt) -> None:
-    # transformers writes torch_dtype (dtype from 4.56) into config.json; a runtime loads
-    # that dtype by default, so the probe measures the cache in it unless told otherwise
+    # transformers writes torch_dtype (dtype from 4.56) into config.json and its
+    # dtype="auto" loads that dtype, float32 included, so the probe measures the cache in
+    # it unless told otherwise (vLLM's dtype="auto" would load a float32 config in 16 bits)
     config = json.loads((PROBE_CONFIGS / "tiny-llama.json").read_text())
     if dtype_key is not None:
         config[dtype_key] = dtype
@@ -77,6 +78,29 @@ def test_the_cache_format_follows_the_models_dtype(tmp_path, dtype_key, dtype, f
     assert code == 0 and r is not None
     assert r["inputs"]["kv_format"] == fmt
     assert r["measured"]["kv_cache_bytes"] == r["estimate"]["kv_cache_bytes"] > 0
+
+
+def test_the_default_format_is_said_to_follow_transformers_not_vllm() -> None:
+    # a float32 config stays float32 under transformers' dtype="auto" and so in the probe;
+    # vLLM's dtype="auto" would load it in 16 bits: the words say which runtime the
+    # default follows (issue 23), and the page says the same
+    import argparse
+
+    from probes.commands.kv_cache import flags
+    from probes.inference import model_format
+
+    assert model_format({"torch_dtype": "float32"}) == "fp32"
+    doc = " ".join((model_format.__doc__ or "").split())
+    assert 'transformers\' dtype="auto" loads' in doc and "vLLM" in doc
+    assert "runtime loads" not in doc
+    parser = argparse.ArgumentParser()
+    flags(parser)
+    (kv,) = [a for a in parser._actions if a.dest == "kv_format"]
+    assert "transformers' dtype='auto'" in kv.help and "vLLM would load 16 bits" in kv.help
+    page = (Path(__file__).parent.parent / "docs/memory/kv-cache.md").read_text()
+    page = " ".join(page.split())
+    assert 'as transformers\' `dtype="auto"` loads it (float32 configs stay float32' in page
+    assert "as a runtime loads it" not in page
 
 
 def test_the_probe_states_its_own_memory_and_keeps_only_the_last_logits(tmp_path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,33 @@ def test_an_unreadable_report_is_named(tmp_path: Path) -> None:
     (tmp_path / "folder.json").mkdir()  # a directory: reading it fails on every system
     with pytest.raises(ValueError, match=r"report 'folder\.json' cannot be read"):
         phase_ratios(tmp_path)
+
+
+def _sentences(text: str) -> list[str]:
+    """`text` cut at sentence ends and blank lines, whitespace folded."""
+    flat = re.sub(r"\s+", " ", text.replace("\n\n", " \u2029 "))
+    return [s.strip() for s in re.split(r"(?<=[.:;!?])\s+|\u2029", flat) if s.strip()]
+
+
+def test_the_pages_do_not_present_the_cpu_margins_as_advice() -> None:
+    # issue 23: the committed reports compare the calculators with the probes' own
+    # reference model on a CPU; until GPU reports exist, no sentence about their margins
+    # may say which margin "to keep" above an estimate
+    notebook = json.loads((ROOT / "docs/memory/estimate-vs-peak-notebook.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in notebook["cells"]]
+    texts = {
+        "the notebook": "\n\n".join(cells),
+        "estimate-vs-peak.md": (ROOT / "docs/memory/estimate-vs-peak.md").read_text(),
+        "the margins table": margin_markdown(margin_summary(phase_ratios(VALIDATION))),
+        "probes/margins.py": (ROOT / "probes/margins.py").read_text(),
+    }
+    for where, text in texts.items():
+        advice = [
+            s
+            for s in _sentences(text)
+            if "margin" in s.lower() and re.search(r"\b(to keep|you keep|should keep)\b", s)
+        ]
+        assert not advice, f"{where} still gives the margins as advice: {advice}"
+    heading = "## What the committed reports check (calculator against its own reference model)"
+    assert any(c.startswith(heading) for c in cells)
+    assert "calculator against its own reference model" in texts["estimate-vs-peak.md"]

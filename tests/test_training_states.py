@@ -80,3 +80,15 @@ def test_an_old_link_or_command_with_bf16_mixed_still_works() -> None:
     form = form_html("training", {"precision": "bf16-mixed"}, form_id="t")
     assert 'value="bf16-fp32-master" selected' in form
     assert main(["training", "--model", "llama-3.2-1b", "--precision", "bf16-mixed"]) == 0
+
+
+def test_adamw_states_are_sourced_to_adam_py_since_the_refactor() -> None:
+    # pytorch/pytorch#143710 made AdamW a subclass of Adam: the states are created in
+    # Adam._init_group (torch/optim/adam.py); adamw.py held its own copy before that PR
+    source = get_optimizer("adamw").source
+    assert source.startswith("torch/optim/adam.py Adam._init_group: state['exp_avg']")
+    assert "pytorch/pytorch#143710" in source
+    assert "torch/optim/adamw.py before that PR" in source
+    doc = step_temporary_bytes.__doc__ or ""
+    assert "`_multi_tensor_adam`" in doc and "_multi_tensor_adamw" not in doc
+    assert "pytorch/pytorch#143710" in doc

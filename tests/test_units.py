@@ -3,7 +3,17 @@
 import pytest
 
 from calculators.errors import InputError
-from calculators.units import GIB, MIB, format_count, format_gib, gib, gib_to_bytes
+from calculators.memory.gpus import get_gpu
+from calculators.units import (
+    GIB,
+    HEADROOM_DIGITS,
+    MIB,
+    format_count,
+    format_gib,
+    format_headroom,
+    gib,
+    gib_to_bytes,
+)
 
 
 def test_gib_is_two_to_the_thirtieth():
@@ -40,3 +50,22 @@ def test_gib_to_bytes_is_exact_and_bounded():
         with pytest.raises(InputError, match=words) as e:
             gib_to_bytes("memory_gib", bad)
         assert e.value.field == "memory_gib"
+
+
+def test_headroom_is_shown_to_a_tenth_of_a_gib():
+    # headroom is visible memory minus an estimate; the visible memory of one card moves
+    # with the driver (the H100 SXM's catalog entry quotes total_memory of 81008-81090 MiB
+    # besides its own 85045477376 bytes), so a hundredth of a GiB would claim more than
+    # that spread supports
+    assert HEADROOM_DIGITS == 1
+    assert format_headroom(int(12.64 * GIB)) == "12.6 GiB"
+    assert format_headroom(int(12.66 * GIB)) == "12.7 GiB"
+    assert format_headroom(-int(0.26 * GIB)) == "-0.3 GiB"
+    assert format_headroom(0) == "0.0 GiB"
+    h100 = get_gpu("h100-sxm")
+    assert h100.visible_bytes == 85_045_477_376
+    assert "total_memory 81008-81090 MiB on other drivers" in h100.visible_source
+    spread = h100.visible_bytes - 81008 * MIB  # about 97 MiB
+    # the printed step is no finer than that spread: a tenth of a GiB is 102.4 MiB
+    assert spread <= 10**-HEADROOM_DIGITS * GIB
+    assert spread > 10 ** -(HEADROOM_DIGITS + 1) * GIB

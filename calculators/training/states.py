@@ -140,7 +140,9 @@ OPTIMIZERS: tuple[Optimizer, ...] = (
         id="adamw",
         label="AdamW",
         full_states=2,
-        source="torch/optim/adamw.py: state['exp_avg'], state['exp_avg_sq'] (zeros_like(p))",
+        source="torch/optim/adam.py Adam._init_group: state['exp_avg'], "
+        "state['exp_avg_sq'] (zeros_like(p)); AdamW subclasses Adam since "
+        "pytorch/pytorch#143710 (torch/optim/adamw.py before that PR)",
     ),
     Optimizer(
         id="adamw-8bit",
@@ -238,13 +240,16 @@ def step_temporary_bytes(
 ) -> int:
     """Scratch the optimizer step allocates on top of the states, bytes.
 
-    foreach AdamW (torch/optim/adamw.py `_multi_tensor_adamw`, the default on CUDA):
-      `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)` allocates one tensor per
-      parameter, the whole group at once: trainable x state_bytes.
-    for-loop AdamW (`_single_tensor_adamw`): `denom = (exp_avg_sq.sqrt() /
+    AdamW runs Adam's code since pytorch/pytorch#143710 (AdamW subclasses Adam with
+    decoupled weight decay); before that PR torch/optim/adamw.py held a copy of each
+    function below under an `_adamw` name.
+    foreach AdamW (torch/optim/adam.py `_multi_tensor_adam`, the default on CUDA):
+      `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)` allocates one tensor
+      per parameter, the whole group at once: trainable x state_bytes.
+    for-loop AdamW (`_single_tensor_adam`): `denom = (exp_avg_sq.sqrt() /
       bias_correction2_sqrt).add_(eps)` one parameter at a time, the sqrt and the
       quotient alive together: 2 x largest_tensor x state_bytes.
-    fused AdamW (`_fused_adamw`) and bitsandbytes 8-bit: one kernel per tensor list,
+    fused AdamW (`_fused_adam`) and bitsandbytes 8-bit: one kernel per tensor list,
       no full-size scratch: 0.
     Adafactor: the update `grad / sqrt(var_estimate)` per tensor, like the for-loop
       variant, or the whole group for foreach (torch/optim/_adafactor.py).

@@ -18,7 +18,9 @@ def flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kv-format",
         default=None,
-        help="fp32|bf16|fp16; default: the model's dtype from its config.json (bf16 if none)",
+        help="fp32|bf16|fp16; default: the model's dtype from its config.json, as "
+        "transformers' dtype='auto' loads it (bf16 if none; a float32 config stays float32, "
+        "where vLLM would load 16 bits: pass bf16 to measure vLLM's case)",
     )
 
 

@@ -283,6 +283,31 @@ def test_shared_link_carries_an_unticked_box(watched: Watched, base_url: str) ->
     assert result_json(page, "training") == want
 
 
+def test_an_old_link_with_bf16_mixed_selects_bf16_fp32_master(
+    watched: Watched, base_url: str
+) -> None:
+    # the precision policy bf16-mixed was renamed bf16-fp32-master (Lightning's bf16-mixed
+    # is autocast over fp32 weights); a link shared before the rename keeps its meaning
+    page = watched.page
+    page.goto(
+        base_url
+        + "calculators/training/?"
+        + urlencode({"calc": "training", "precision": "bf16-mixed", "seq_len": "1024"})
+    )
+    wait_ready(page, "training")
+    control = form_of(page, "training").locator('[name="precision"]')
+    assert control.input_value() == "bf16-fp32-master"
+    assert control.locator("option:checked").get_attribute("value") == "bf16-fp32-master"
+    inputs = inputs_of(page, "training")
+    assert inputs["precision"] == "bf16-fp32-master" and inputs["seq_len"] == "1024"
+    assert shown_errors(page, "training") == []
+    assert result_json(page, "training") == cpython(
+        "training", {**inputs, "precision": "bf16-mixed"}
+    )
+    form_of(page, "training").locator("[data-share]").click()
+    assert "precision=bf16-fp32-master" in page.url
+
+
 def _calculator_worker(page: Page):  # type: ignore[no-untyped-def]
     # Material's search runs in a worker too: the calculators' is worker.js
     found = [w for w in page.workers if w.url.endswith("/kd/worker.js")]

@@ -35,6 +35,7 @@ const DESELECTED = {
   "tests/test_error_analysis_page.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_guide_shape.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_serving_sources.py": "reads the site's Markdown pages, which are not copied here",
+  "tests/test_training_guides.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_ablations_guide.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_budget_seed_pages.py": "reads the site's Markdown pages, which are not copied here",
   "tests/test_cost_at_equal_quality_page.py":
@@ -49,6 +50,10 @@ const DESELECTED = {
     "reruns the contribution example's training, with torch, PEFT and scikit-learn, which this Pyodide does not ship",
 };
 const DESELECTED_TESTS = {
+  "tests/test_memory_guides.py::test_the_sizing_guide_gives_every_headroom_as_approximate":
+    "reads the sizing guide's Markdown page, which is not copied here",
+  "tests/test_memory_guides.py::test_the_envelope_pages_example_is_vllms_chunk_and_names_the_one_pass_case":
+    "reads the envelope calculator's Markdown page, which is not copied here",
   "tests/test_cli.py::test_real_process_exits_2_without_traceback":
     "runs `python -m calculators` in a subprocess",
   "tests/test_commands_declaration.py::test_a_page_imports_only_the_calculator_it_shows":
