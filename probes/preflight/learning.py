@@ -210,7 +210,7 @@ def _grad_state(loop: Loop) -> dict[str, str]:
 
 
 def _updated_tensors(loop: Loop) -> dict[str, torch.Tensor]:
-    """The tensor the optimizer writes, per name: bf16-mixed's fp32 master (its bf16 copy
+    """The tensor the optimizer writes, per name: bf16-fp32-master's fp32 master (its bf16 copy
     may round an update away), else the parameter itself."""
     out = {n: prm for n, prm in loop.model.named_parameters()}
     masters = dict(zip(map(id, loop.trainer.trainable), loop.trainer.masters, strict=False))
