@@ -100,6 +100,32 @@ def test_qlora_base_is_a_little_over_a_third_of_its_16_bit_weights() -> None:
     assert 0.25 < quantized < 0.27
 
 
+# Section 3, "Audit the split for leakage": the protocol's checklist
+# (docs/data/adaptation/fine-tuning-protocol.json, step `leakage`) and the guide's paragraph
+# name the same checks, time order included.
+def test_the_leakage_paragraph_names_every_check_of_the_protocols_leakage_step() -> None:
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    protocol = json.loads(
+        (root / "docs" / "data" / "adaptation" / "fine-tuning-protocol.json").read_text()
+    )
+    (step,) = [i for p in protocol["phases"] for i in p["items"] if i["id"] == "leakage"]
+    assert step["section"] == "3-prepare-the-data-and-its-split"
+    checks = step["text"].split(": ", 1)[1].rstrip(".").split(", ")
+    assert "time order" in checks and len(checks) == 5
+    text = (root / "docs" / "adaptation" / "fine-tuning.md").read_text(encoding="utf-8")
+    assert text.index("## 3. Prepare the data") < text.index("**Audit the split for leakage**")
+    start = text.index("**Audit the split for leakage**")
+    paragraph = " ".join(text[start : text.index("\n\n", start)].split())
+    for check in checks:
+        assert check in paragraph, f"the guide's leakage paragraph omits {check!r}"
+    # the time check: what it flags, the audit's field, and the guide that explains it
+    assert "evaluation items older than the newest training item" in paragraph
+    assert "`time_field`" in paragraph
+    assert "(../evaluation/evaluation-set.md#3-audit-the-two-files)" in paragraph
+
+
 # Section 10 and the note on 4N: the LoRA run's hours come from a frozen base's FLOPs.
 THROUGHPUT = LLAMA_8B_ONE_H100
 
@@ -133,9 +159,25 @@ def test_the_plan_counts_a_lora_step_at_about_4n() -> None:
     )
 
 
+def _pilot_sd() -> str:
+    """The seed spread the plan borrows (the `pilot` block: the seed-variability guide's
+    ten paired seeds), as the page's `|raw|` reference writes it."""
+    import json
+
+    digits = Path(__file__).resolve().parents[1] / "docs" / "data" / "evaluation" / "digits"
+    seeds = json.loads((digits / "seeds.json").read_text())
+    pilot = compute(
+        "seeds",
+        {k: ",".join(repr(x) if isinstance(x, float) else str(x) for x in seeds[k]) for k in "ab"},
+    )
+    return f"{pilot['paired']['sd_difference']:g}"
+
+
 def test_the_budget_command_line_gives_the_blocks_lora_hours(capsys) -> None:
     # the page's `python -m calculators budget ... --lora-rank 16 --lora-targets all-linear`
     # derives the experiment phase from tokens; the page's block takes the hours of `tp`.
+    # The experiments are a comparison phase: three arms and a control on the seeds that
+    # detect 0.02 at the borrowed spread.
     import json
 
     from calculators.cli import main
@@ -145,12 +187,70 @@ def test_the_budget_command_line_gives_the_blocks_lora_hours(capsys) -> None:
         "budget",
         *("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mfu", "0.3", "--seq-len", "2048"),
         *("--lora-rank", "16", "--lora-targets", "all-linear"),
-        *("--phase", "experiments:4:tokens=100000000", "--margin", "0"),
+        *("--sd-difference", _pilot_sd(), "--detect", "0.02"),
+        *("--phase", "experiments:arms=3:tokens=100000000", "--margin", "0"),
         *("--gpus", "1", "--price", "3.99", "--json"),
     ]
     assert main(argv) == 0
-    phase = json.loads(capsys.readouterr().out)["phases"][0]
-    assert phase["gpu_hours"] / phase["runs"] == pytest.approx(tp["training"]["gpu_hours"])
+    out = json.loads(capsys.readouterr().out)
+    phase, n = out["phases"][0], out["seed_count"]["seeds"]
+    assert (phase["arms"], phase["runs"], phase["control_runs"]) == (3, 3 * n, n)
+    per_run = phase["gpu_hours"] / (phase["runs"] + phase["control_runs"])
+    assert per_run == pytest.approx(tp["training"]["gpu_hours"])
+
+
+# Section 10: "three LoRA variants ... and a control ... on the same [[plan:seed_count.seeds]]
+# seeds (`arms=3`): the fewest whose paired t test detects a gain of [[detect]] with
+# [[power]] power at the campaign budget guide's seed spread": every variant is replicated
+# against a control, with the seed count the campaign budget guide derives for that gain;
+# the form and the command line below it are the same plan.
+def test_the_plan_replicates_each_variant_and_a_control_on_the_seeds_of_a_stated_gain(
+    capsys,
+) -> None:
+    import json
+    import re
+    import shlex
+
+    from calculators.cli import main
+    from calculators.statistics.seeds import seeds_needed
+    from tests.page_blocks import page_blocks, results_by_id
+
+    root = Path(__file__).resolve().parents[1]
+    page = root / "docs" / "adaptation" / "fine-tuning.md"
+    blocks = page_blocks(page)
+    hidden = next(b for b in blocks if b.id == "plan")
+    plan = hidden.result
+    assert plan is not None
+    s = plan["seed_count"]
+    assert s["detect"] == 0.02 and s["power"] == 0.8
+    assert s["seeds"] == seeds_needed(0.02, s["sd_difference"]) >= 2
+    assert s["minimum_detectable_effect"] <= s["detect"]
+    # "the campaign budget guide's seed spread": the same spread, gain and seeds as its plan
+    assert s == results_by_id(root / "docs" / "budget" / "campaign-budget.md")["b7"]["seed_count"]
+    experiments = plan["phases"][2]  # the page reads phases.2
+    assert experiments["name"] == "experiments"
+    n = s["seeds"]
+    assert (experiments["arms"], experiments["runs"], experiments["control_runs"]) == (3, 3 * n, n)
+    assert plan["control_runs"] == n
+    # the form shows the plan the sentences read
+    (shown,) = [b for b in blocks if b.name == "budget" and b.id is None]
+    assert shown.inputs == hidden.inputs
+    # the command line, with S the spread: the same phases, seeds and control runs
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r"```sh\n(python -m calculators budget .*?)\n```", text, re.S)
+    assert found
+    argv = shlex.split(found.group(1).replace("\\\n", " "))[3:]
+    assert argv.count("S") == 1
+    argv = [hidden.inputs["sd_difference"] if a == "S" else a for a in argv]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seed_count"] == s
+
+    def shape(r):
+        return [(p["name"], p["runs"], p["control_runs"], p["reruns"]) for p in r["phases"]]
+
+    assert shape(out) == shape(plan)
+    assert out["gpu_hours"] == pytest.approx(plan["gpu_hours"], rel=0.01)
 
 
 # Section 8, "Reading it", "Why" and the note "LoRA against full fine-tuning across the

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from calculators.errors import InputError
 from calculators.planning.budget import (
     EXAMPLE_DISCOUNTS,
-    EXAMPLE_PHASES,
     SCHEDULE_MAX_PERIODS,
     Campaign,
     Package,
@@ -18,7 +17,12 @@ from calculators.planning.budget import (
     example_packages,
     schedule_period_days,
 )
-from calculators.planning.comparison import SeedPlan, comparison_phase, seed_count
+from calculators.planning.comparison import (
+    EXAMPLE_PHASES,
+    SeedPlan,
+    comparison_phase,
+    seed_count,
+)
 from calculators.statistics.seeds import minimum_detectable_effect, seeds_needed
 
 
@@ -291,18 +295,54 @@ def test_comparison_phase_adds_one_control_per_seed():
 
 
 def test_margin_is_rounded_up_in_each_phase():
-    # The example campaign at 0.2: runs 2, 12, 12, 1, 1 give exact shares 0.4, 2.4, 2.4,
-    # 0.2, 0.2, rounded up per phase to 1, 3, 3, 1, 1 = 9 reruns; one rounding over the
-    # campaign's 28 runs would give ceil(5.6) = 6. The rounding adds 0.6 x 1 + 0.6 x 6 +
-    # 0.6 x 0.5 + 0.8 x 2 + 0.8 x 1 = 6.9 GPU-hours over the exact 20%.
+    # The example campaign at 0.2: runs and control runs 2, 12 + 4, 12 + 4, 1, 1 give exact
+    # shares 0.4, 3.2, 3.2, 0.2, 0.2, rounded up per phase to 1, 4, 4, 1, 1 = 11 reruns; one
+    # rounding over the campaign's 36 runs would give ceil(7.2) = 8. The rounding adds
+    # 0.6 x 1 + 0.8 x 6 + 0.8 x 0.5 + 0.8 x 2 + 0.8 x 1 = 8.2 GPU-hours over the exact 20%.
     r = campaign_budget(Campaign(phases=EXAMPLE_PHASES, gpus=1, price_per_gpu_hour=1.0))
-    assert [p.reruns for p in r.phases] == [1, 3, 3, 1, 1]
-    assert [p.reruns_exact for p in r.phases] == pytest.approx([0.4, 2.4, 2.4, 0.2, 0.2])
-    assert (r.reruns, r.pooled_reruns) == (9, 6)
-    assert r.rounding_gpu_hours == pytest.approx(6.9)
+    assert [p.runs for p in r.phases] == [2, 12, 12, 1, 1]
+    assert [p.control_runs for p in r.phases] == [0, 4, 4, 0, 0]
+    assert [p.reruns for p in r.phases] == [1, 4, 4, 1, 1]
+    assert [p.reruns_exact for p in r.phases] == pytest.approx([0.4, 3.2, 3.2, 0.2, 0.2])
+    assert (r.reruns, r.pooled_reruns) == (11, 8)
+    assert r.rounding_gpu_hours == pytest.approx(8.2)
     assert r.margin_gpu_hours == pytest.approx(
-        r.rounding_gpu_hours + sum(0.2 * p.runs * p.gpu_hours_per_run for p in EXAMPLE_PHASES)
+        r.rounding_gpu_hours
+        + sum(0.2 * (p.runs + p.control_runs) * p.gpu_hours_per_run for p in EXAMPLE_PHASES)
     )
+
+
+def test_the_example_compares_arms_with_a_control_on_the_seeds_of_its_stated_gain():
+    # The default campaign's experiments and evaluation are comparison phases: three arms
+    # and one control, on the seeds tied to a minimum detectable effect of two points, not a
+    # run count without controls.
+    import json
+    from pathlib import Path
+
+    from calculators.planning.comparison import (
+        EXAMPLE_ARMS,
+        EXAMPLE_DETECT,
+        EXAMPLE_SD_DIFFERENCE,
+        EXAMPLE_SEEDS,
+    )
+    from calculators.web import compute
+
+    plan = seed_count(SeedPlan(sd_difference=EXAMPLE_SD_DIFFERENCE, detect=EXAMPLE_DETECT))
+    assert plan.seeds == EXAMPLE_SEEDS and (EXAMPLE_ARMS, EXAMPLE_DETECT) == (3, 0.02)
+    assert plan.minimum_detectable_effect <= EXAMPLE_DETECT
+    assert minimum_detectable_effect(EXAMPLE_SD_DIFFERENCE, EXAMPLE_SEEDS - 1) > EXAMPLE_DETECT
+    for name, hours in (("experiments", 6.0), ("evaluation", 0.5)):
+        (phase,) = [p for p in EXAMPLE_PHASES if p.name == name]
+        assert phase == comparison_phase(
+            name, arms=EXAMPLE_ARMS, seeds=EXAMPLE_SEEDS, gpu_hours_per_run=hours
+        )
+    others = [p for p in EXAMPLE_PHASES if p.name not in ("experiments", "evaluation")]
+    assert len(others) == 3 and all(p.control_runs == 0 for p in others)
+    # the spread: the seed variability guide's ten paired seeds, as the pages' |raw| writes it
+    digits = Path(__file__).resolve().parents[1] / "docs" / "data" / "evaluation" / "digits"
+    seeds = json.loads((digits / "seeds.json").read_text(encoding="utf-8"))
+    pilot = compute("seeds", {k: ",".join(map(repr, seeds[k])) for k in "ab"})
+    assert float(f"{pilot['paired']['sd_difference']:g}") == EXAMPLE_SD_DIFFERENCE
 
 
 @settings(max_examples=100, deadline=None)

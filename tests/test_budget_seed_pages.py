@@ -7,6 +7,7 @@ block's values resolved, earlier blocks first)."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,60 @@ def test_the_seed_counts_are_tied_to_their_mde(b):
     assert one["seed_count"]["seeds"] > plan["seeds"]
     assert one["seed_count"]["minimum_detectable_effect"] <= 0.01
     assert one["gpu_hours"] > b["b7"]["gpu_hours"] and one["wall_days"] > b["b7"]["wall_days"]
+
+
+def test_the_seed_count_names_its_test_and_what_the_exact_test_needs(b):
+    # "The count above is for the paired t test ... with the plan's [[floor4:paired.seeds]]
+    # seeds, an arm above its control on every seed still gets p = [[floor4]], and with
+    # [[floor5]] seeds [[floor5]]. The fewest seeds that can reach 5% are [[floor6]] ...
+    # plan that many per configuration: ... [[exact:gpu_hours]] GPU-hours instead of
+    # [[b7:gpu_hours]]"; the decision table: "plan [[exact:seed_count.seeds]]"
+    n = b["b7"]["seed_count"]["seeds"]
+    floors = {k: b[f"floor{k}"] for k in (4, 5, 6)}
+    assert floors[4]["paired"]["seeds"] == n  # the plan's own count
+    for k, r in floors.items():
+        assert r["paired"]["seeds"] == k
+        assert r["summary"]["wins"] == k  # B above A on every seed: the floor, 2 / 2^k
+        assert (
+            r["permutation_p_value"] == 2 / 2**k == r["permutation"]["at_least_as_extreme"] / 2**k
+        )
+    assert floors[4]["permutation_p_value"] > floors[5]["permutation_p_value"] >= 0.05
+    assert floors[6]["permutation_p_value"] < 0.05  # the fewest that can reach 5%
+    exact = b["exact"]
+    assert exact["seed_count"]["seeds"] == 6 > n
+    assert exact["seed_count"]["sd_difference"] == b["b7"]["seed_count"]["sd_difference"]
+    experiments = exact["phases"][1]
+    assert (experiments["runs"], experiments["control_runs"]) == (3 * 6, 6)
+    assert exact["gpu_hours"] > b["b7"]["gpu_hours"]
+    mde = exact["seed_count"]["minimum_detectable_effect"]
+    assert mde < b["b7"]["seed_count"]["minimum_detectable_effect"]
+    assert mde == pytest.approx(minimum_detectable_effect(exact["seed_count"]["sd_difference"], 6))
+    # the page says which test the count assumes, in the decision and in the method
+    text = " ".join(BUDGET_PAGE.read_text(encoding="utf-8").split())
+    assert "The count assumes the paired \\(t\\) test" in text
+    assert "The count above is for the paired \\(t\\) test" in text
+    assert "(#which-test-the-seeds-assume)" in text and "#### Which test the seeds assume" in text
+
+
+FITS = re.compile(r"(\w+)\s+\[\[[^\]|]+\|fits\]\]")
+PLURAL = {"they", "we", "you", "these", "those", "both", "all", "rounds", "runs", "seeds"}
+
+
+@pytest.mark.parametrize("page", [BUDGET_PAGE, SEEDS_PAGE], ids=lambda p: p.name)
+def test_a_fits_verdict_reads_for_either_outcome(page):
+    # `|fits` prints "fits" or "does not fit": its subject must be singular for both to read
+    # ("they fits" once rendered on the campaign budget page)
+    text = BLOCK.sub("", page.read_text(encoding="utf-8"))
+    subjects = [m.group(1).lower() for m in FITS.finditer(text)]
+    assert subjects and not set(subjects) & PLURAL, subjects
+
+
+def test_five_rounds_fit_in_the_30_day_package_sentence(b):
+    # "Five rounds ... take [[rounds:wall_days]] days ...: their schedule
+    # [[rounds:packages.2.covers|fits]] in a 30-day package, with [..] hours left"
+    text = " ".join(BUDGET_PAGE.read_text(encoding="utf-8").split())
+    assert "their schedule [[rounds:packages.2.covers|fits]] in a 30-day package" in text
+    assert b["rounds"]["packages"][2]["days"] == 30 and b["rounds"]["packages"][2]["covers"]
 
 
 def test_both_pages_give_three_seeds_the_same_mde(b, s):
@@ -207,9 +262,66 @@ def test_the_package_sentences_of_the_seeds_page(s):
 
 def test_the_calculator_page_reads_the_rounding_example():
     # docs/calculators/budget.md: "the initial check's 2 runs budget 1 rerun and the
-    # experiments' 12 runs budget 3: in all 9 reruns, where one rounding would give 6"
+    # experiments' 12 runs and 4 control runs budget 4: in all 11 reruns, where one rounding
+    # over the campaign would give only 8"
     r = blocks(ROOT / "docs" / "calculators" / "budget.md")["ex"]
     check, experiments = r["phases"][0], r["phases"][1]
-    assert (check["runs"], check["reruns"]) == (2, 1)
-    assert (experiments["runs"], experiments["reruns"]) == (12, 3)
-    assert r["pooled_reruns"] < r["reruns"]
+    assert (check["runs"], check["control_runs"], check["reruns"]) == (2, 0, 1)
+    assert (experiments["runs"], experiments["control_runs"], experiments["reruns"]) == (12, 4, 4)
+    assert (r["reruns"], r["pooled_reruns"]) == (11, 8)
+
+
+def test_the_calculators_example_is_the_campaign_budget_guides_plan(b):
+    # docs/calculators/budget.md, "The example campaign": the default phases (`ex`, no phase
+    # typed) are comparison phases of [[ex:phases.1.arms]] arms and a control on
+    # [[ex:phases.1.seeds]] seeds, "the fewest whose paired t test detects a gain of
+    # [[exs:seed_count.detect]] ... given an sd of [[exs:seed_count.sd_difference]] ... It
+    # is the plan of the campaign budget guide": `exs` types that plan's phases
+    page = blocks(ROOT / "docs" / "calculators" / "budget.md")
+    ex, exs = page["ex"], page["exs"]
+    assert ex["example_phases"] and not exs["example_phases"]
+    # the default states the seed plan its comparison phases were sized for, as `exs`,
+    # which types the guide's phases with the guide's spread and gain, computes it
+    assert ex["seed_count"] == exs["seed_count"]
+    assert ex["phases"] == exs["phases"]
+    assert ex["gpu_hours"] == exs["gpu_hours"] and ex["wall_hours"] == exs["wall_hours"]
+    s = exs["seed_count"]
+    assert s == b["b7"]["seed_count"]  # the guide's spread, gain and seeds
+    assert (s["detect"], s["power"], s["alpha"]) == (0.02, 0.8, 0.05)
+    assert s["seeds"] == seeds_needed(s["detect"], s["sd_difference"])
+    assert s["minimum_detectable_effect"] <= s["detect"]
+    for i in (1, 2):  # experiments and evaluation
+        p = ex["phases"][i]
+        assert (p["arms"], p["seeds"]) == (3, s["seeds"])
+        assert (p["runs"], p["control_runs"]) == (3 * s["seeds"], s["seeds"])
+
+    # the same phases as the guide's plan, on its own GPUs and price
+    def shape(r):
+        return [(p["name"], p["runs"], p["control_runs"], p["gpu_hours"]) for p in r["phases"]]
+
+    assert shape(ex) == shape(b["b7"])
+
+
+def test_the_examples_run_sizes_count_the_lora_step_the_probe_measures():
+    # The example campaign is LoRA (rank 16, all linear layers) on Llama 3.1 8B; the
+    # throughput probe, given --lora-rank as the page's command gives it, counts
+    # 4N + 6 N_a per token plus attention. The blocks that size the runs must count the
+    # same, or a measured MFU plugged back in gives the wrong hours.
+    from calculators.model.presets import load_preset
+    from calculators.model.spec import ModelSpec
+    from calculators.training.throughput import matmul_parameters
+    from calculators.web import compute
+    from tests.page_blocks import page_blocks
+
+    lora = {"lora_rank": "16", "lora_targets": "all-linear"}  # as the block writes them
+    by_id = {x.id: x for x in page_blocks(BUDGET_PAGE) if x.id}
+    for bid in ("tshort", "tfull", "tlow", "tfour"):
+        block = by_id[bid]
+        assert {k: block.inputs[k] for k in lora} == lora, bid
+        n = matmul_parameters(ModelSpec.from_hf_config(load_preset(block.inputs["model"])))
+        full = compute("throughput", {k: v for k, v in block.inputs.items() if k not in lora})
+        attention = full["training"]["flops_per_token"] - 6 * n
+        t = block.result["training"]
+        assert t["flops_per_token"] == 4 * n + 6 * t["adapter_parameters"] + attention, bid
+    probe_command = BUDGET_PAGE.read_text(encoding="utf-8")
+    assert "--lora-rank 16 --lora-targets all-linear" in probe_command

@@ -253,3 +253,41 @@ def test_the_in_short_box_holds_each_decision_of_the_page() -> None:
     assert len(prose.split()) <= 600
     for topic in ("**Fit", "**GGUF files", "**On a rented H100 or H200", "**Reading quality"):
         assert topic in box.group(1)
+    # the GGUF pick names its cache caveat: the scoreboard's divergences were measured with
+    # an FP16 cache, and the cheapest q6_K row uses another (fp8), so that pair is unmeasured
+    gguf = " ".join(box.group(1).split("**GGUF files", 1)[1].split("**On a rented", 1)[0].split())
+    assert "with an [[uc:cheapest.gguf-q6_k.kv_format]] KV cache" in gguf
+    assert "the gate's divergences assumed an FP16 cache" in gguf
+    assert "measure q6_K with the [[uc:cheapest.gguf-q6_k.kv_format]] one too" in gguf
+
+
+def test_the_cheapest_q6_k_row_uses_a_cache_the_gate_did_not_measure(uc) -> None:
+    # the box's caveat reads the pick's KV format: not the 16-bit cache of the scoreboard
+    assert _cheapest(uc, "gguf-q6_k")["kv_format"] == "fp8"
+
+
+# "The same launch from the command line": the command's arguments are the shown block's
+# (vLLM's default chunk on each card, as the form prefills; not one chunk for every card),
+# so it computes what the form shows, row for row.
+def test_the_command_line_is_the_forms_launch(capsys) -> None:
+    import shlex
+
+    from calculators.cli import build_parser, main
+    from calculators.web.forms import args_for, calculator, clean
+
+    (shown,) = [b for b in page_blocks(PAGE) if b.name == "useful-cost" and b.id is None]
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("The same launch from the command line")
+    found = re.search(r"```sh\n(python -m calculators useful-cost .*?)\n```", text[start:], re.S)
+    assert found
+    argv = shlex.split(found.group(1).replace("\\\n", " "))[3:]
+    assert argv[-1] == "--json" and "--prefill-chunk" not in argv and "--vllm-chunk" in argv
+    calc = calculator("useful-cost")
+    parsed = vars(build_parser().parse_args(argv))
+    assert parsed.pop("command") == "useful-cost" and parsed.pop("json") is True
+    parsed.pop("run")
+    expected = vars(args_for(calc, clean(calc, shown.inputs)))
+    expected.pop("json")
+    assert parsed == expected
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == compute("useful-cost", shown.inputs)

@@ -21,14 +21,21 @@ from calculators.limits import (
 from calculators.memory.gpus import GPUS
 from calculators.parsing import parse_float, parse_int
 from calculators.planning.budget import (
-    EXAMPLE_PHASES,
     Campaign,
     Package,
     Phase,
     campaign_budget,
     phase_from_tokens,
 )
-from calculators.planning.comparison import SeedCount, SeedPlan, comparison_phase, seed_count
+from calculators.planning.comparison import (
+    EXAMPLE_DETECT,
+    EXAMPLE_PHASES,
+    EXAMPLE_SD_DIFFERENCE,
+    SeedCount,
+    SeedPlan,
+    comparison_phase,
+    seed_count,
+)
 from calculators.render import table
 from calculators.statistics.seeds import (
     EFFECT_RANGE,
@@ -195,6 +202,10 @@ def named_lines(r: dict[str, Any]) -> list[str]:
 def run(args: Args) -> tuple[dict[str, Any], str]:
     seeds = _seed_count(args)
     phases = EXAMPLE_PHASES
+    if not args.phase and seeds is None:
+        # the example's comparisons are sized for this gain and spread, at the default
+        # level and power (the phases are fixed): say so
+        seeds = seed_count(SeedPlan(sd_difference=EXAMPLE_SD_DIFFERENCE, detect=EXAMPLE_DETECT))
     if args.phase:
         phases = tuple(_budget_phase(args, text, seeds) for text in args.phase)
     packages = tuple(_budget_package(text) for text in args.package) if args.package else None

@@ -182,16 +182,6 @@ def example_packages(gpus: int, price_per_gpu_hour: float) -> tuple[Package, ...
     )
 
 
-# An example campaign for a first fine-tuning project (hours are examples, not defaults).
-EXAMPLE_PHASES: tuple[Phase, ...] = (
-    Phase(name="initial check", runs=2, gpu_hours_per_run=1.0),
-    Phase(name="experiments", runs=12, gpu_hours_per_run=6.0),
-    Phase(name="evaluation", runs=12, gpu_hours_per_run=0.5),
-    Phase(name="resumption test", runs=1, gpu_hours_per_run=2.0),
-    Phase(name="export", runs=1, gpu_hours_per_run=1.0),
-)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Campaign:
     """Phases, the GPUs rented, the hourly price and the rerun margin.

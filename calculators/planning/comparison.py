@@ -131,3 +131,24 @@ def comparison_phase(
         arms=arms,
         seeds=seeds,
     )
+
+
+# An example campaign for a first fine-tuning project (hours are examples, not defaults).
+# Its experiments and their evaluation compare EXAMPLE_ARMS arms with one control, each on
+# the seeds whose paired t test detects a gain of EXAMPLE_DETECT (two points of accuracy;
+# level 0.05, power 0.8) given EXAMPLE_SD_DIFFERENCE, the sd of the per-seed differences
+# measured on the ten paired seeds of the seed variability guide
+# (docs/data/evaluation/digits/seeds.json), as `|raw|` writes it: the spread the campaign
+# budget guide's plan borrows, so that the example is that plan (tests/test_budget.py).
+EXAMPLE_SD_DIFFERENCE = 0.00731817
+EXAMPLE_DETECT = 0.02
+EXAMPLE_ARMS = 3
+EXAMPLE_SEEDS = seeds_needed(EXAMPLE_DETECT, EXAMPLE_SD_DIFFERENCE)
+
+EXAMPLE_PHASES: tuple[Phase, ...] = (
+    Phase(name="initial check", runs=2, gpu_hours_per_run=1.0),
+    comparison_phase("experiments", arms=EXAMPLE_ARMS, seeds=EXAMPLE_SEEDS, gpu_hours_per_run=6.0),
+    comparison_phase("evaluation", arms=EXAMPLE_ARMS, seeds=EXAMPLE_SEEDS, gpu_hours_per_run=0.5),
+    Phase(name="resumption test", runs=1, gpu_hours_per_run=2.0),
+    Phase(name="export", runs=1, gpu_hours_per_run=1.0),
+)
