@@ -16,7 +16,7 @@ BASE = {
     "model": "llama-3.1-8b",
     "micro_batch": "4",
     "seq_len": "2048",
-    "precision": "bf16-mixed",
+    "precision": "bf16-fp32-master",
     "checkpointing": "full",
 }
 LORA = LORA_16_ALL_LINEAR_INPUTS  # the training blocks' LoRA and the `tp` block's
