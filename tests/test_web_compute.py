@@ -160,6 +160,15 @@ def test_args_equal_what_the_cli_parses_from_the_same_command_line(
     assert vars(args_for(calc, values)) == _parsed(cli_argv(calc, values))
 
 
+def test_a_value_in_exponent_form_with_a_dash_reaches_its_flag() -> None:
+    # found by the property above: argparse reads "--gain -5e-324" as a flag with no value
+    calc = calculator("eval-size")
+    values = clean(calc, {"gain": "-5e-324"})
+    argv = argv_for(calc, values)
+    assert "--gain=-5e-324" in argv
+    assert _parsed(argv)["gain"] == vars(args_for(calc, values))["gain"]
+
+
 def test_args_do_not_share_the_default_lists() -> None:
     calc = calculator("budget")
     args = args_for(calc, clean(calc, {"phase": "a:1:2", "price": "3"}))

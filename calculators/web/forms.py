@@ -172,6 +172,13 @@ def clean(calc: Calculator, inputs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _flag_and_value(flag: str, value: str) -> list[str]:
+    """`--flag value`, or `--flag=value` for a value that starts with a dash: argparse
+    (3.11) reads `-1e-3` after a flag as another option, since only plain negative
+    numbers like -0.001 escape that."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
 def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
     """The command line that computes the same result: `python -m calculators ARGV`."""
     argv = [calc.command]
@@ -184,11 +191,11 @@ def argv_for(calc: Calculator, values: dict[str, Any]) -> list[str]:
         elif f.kind == "lines":
             for line in str(value).splitlines():
                 if line.strip():
-                    argv += [f.flag, line.strip()]
+                    argv += _flag_and_value(f.flag, line.strip())
         elif f.kind == "file":  # the reader's own copy of the file has its name, not our path
             argv += [f.flag, os.path.basename(str(value))]
         else:
-            argv += [f.flag, str(value)]
+            argv += _flag_and_value(f.flag, str(value))
     return argv
 
 
