@@ -103,6 +103,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.accuracy_training
 	$(PY) -m benchmarks.speed_calculators
 	$(PY) -m benchmarks.speed_leakage
+	$(PY) -m benchmarks.lesson_times
 	$(MAKE) --no-print-directory chromium node
 	$(PY) -m benchmarks.pyodide_calculators
 	$(PY) -m benchmarks.site_load

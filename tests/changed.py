@@ -36,7 +36,9 @@ COVERED_BY = {
         "tests/test_tinylm_forward.py",
         "tests/test_lessons_onramp.py",
         "tests/test_lessons_reading_time.py",
+        "tests/test_notebook_going_deeper.py",
     ],
+    "docs/data/learn/": ["tests/test_lessons_onramp.py"],
     "docs/data/adaptation/contribution/": ["tests/test_adaptation_contribution.py"],
     "docs/data/evaluation/": ["tests/test_evaluation_examples.py"],
     "docs/hooks/": [

@@ -22,7 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = "KERNODECK_TEST_RUN_DIR"  # the run's shared folder, set by tests/conftest.py
-BUILD_TIMEOUT_S = 1800  # a cold build with every notebook takes about a minute here
+# a cold build (every notebook executed) took 73 s on 2 cores, 2026-12-05, measured by
+# `python -m benchmarks.lesson_times` (docs/data/learn/notebook-times.json)
+BUILD_TIMEOUT_S = 1800
 
 
 _STARTED: list[subprocess.Popen[bytes]] = []

@@ -127,6 +127,31 @@ def test_the_index_links_every_notebook_file_the_site_serves() -> None:
     assert links == [f"{name}/{name}.ipynb" for name in lessons]
 
 
+def test_the_index_times_every_lesson_from_the_benchmarks_data() -> None:
+    # issue 25: "cold build and per-notebook times are quoted", each read from the file
+    # `python -m benchmarks.lesson_times` writes, never typed
+    index = (LEARN / "index.md").read_text(encoding="utf-8")
+    section = index[index.index("## How long they take to run") :]
+    section = section[: section.index("\n## ")]
+    data_file = "learn/notebook-times.json"
+    rows = re.findall(r"^\| (.+?) \| (.+?) \|$", section, re.M)[1:]  # after the header
+    lessons = sorted(p.stem for p in LEARN.glob("[0-9][0-9]-*.ipynb"))
+    assert [value for _, value in rows] == [
+        *(f"[[data:{data_file}:lessons.{stem}.seconds|f1]]" for stem in lessons),
+        f"[[data:{data_file}:lessons_total_seconds|f1]]",
+    ]
+    for stem, (title, _) in zip(lessons, rows, strict=False):
+        assert title.startswith(f"{int(stem[:2])}. "), title
+    assert f"[[data:{data_file}:cold_build_seconds|f1]]" in section
+    without_references = re.sub(r"\[\[data:[^\]]+\]\]", "", section)
+    without_titles = re.sub(r"^\| \d+\. ", "", without_references, flags=re.M)
+    assert not re.search(r"\d", without_titles), "a number typed by hand"
+    data = json.loads((ROOT / "docs" / "data" / data_file).read_text(encoding="utf-8"))
+    assert [row["id"] for row in data["lessons"]] == lessons, "rerun the benchmark"
+    total = sum(row["seconds"] for row in data["lessons"])
+    assert data["lessons_total_seconds"] == pytest.approx(total, abs=0.05 * len(lessons))
+
+
 def test_chart_labels_write_ordinary_numbers_in_full() -> None:
     # a first-time reader reads 4,570 KiB more easily than 4.57e+03 (lesson 8's chart)
     charts = _load("lesson_charts")

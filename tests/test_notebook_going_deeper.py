@@ -1,10 +1,13 @@
 """The lessons' "Going deeper" blocks (docs/hooks/kernodeck.py, notebook_going_deeper): cells
 tagged `going-deeper` are folded into one collapsed note on the site, from the HTML that
 mkdocs-jupyter's own converter writes for a small notebook, so that a change of its
-template shows here."""
+template shows here. And what belongs in them: a lesson's tolerances (the allowed gap of
+a check, named `..._TOL`) are internals, set in a block, never on the main path (issue 25,
+"One idea at a time")."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -109,3 +112,48 @@ def test_an_untitled_block_stops_the_build(tmp_path: Path) -> None:
 def test_a_notebook_without_tags_is_unchanged(tmp_path: Path) -> None:
     html = _html(tmp_path, [_markdown("**Going deeper: not tagged**\nText."), _code("1", "1\n")])
     assert hook.notebook_going_deeper(html, "learn/x.ipynb") == html
+
+
+LESSONS = sorted((ROOT / "docs" / "learn").glob("[0-9][0-9]-*.ipynb"))
+
+
+def tolerances_on_the_main_path(notebook: dict) -> list[str]:
+    """`NAME_TOL = ...` (any assignment to a name ending in _TOL) in a code cell that is not
+    tagged `going-deeper`, as 'cell id: NAME'."""
+    found = []
+    for cell in notebook["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or hook.DEEPER_TAG in tags:
+            continue
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        for node in ast.walk(ast.parse(source)):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign | ast.AugAssign)
+                else []
+            )
+            names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            found += [f"{cell['id']}: {n.id}" for n in names if n.id.endswith("_TOL")]
+    return found
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_no_tolerance_is_set_on_a_lessons_main_path(path: Path) -> None:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    assert tolerances_on_the_main_path(notebook) == [], (
+        f"{path.name}: move into a Going deeper block"
+    )
+
+
+def test_the_tolerance_check_finds_one_on_the_main_path() -> None:
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "id": "a", "metadata": TAG, "source": "ACC_TOL = 1e-5"},
+            {"cell_type": "code", "id": "b", "metadata": {}, "source": "x, LOSS_TOL = 1, 0.1"},
+            {"cell_type": "code", "id": "c", "metadata": {}, "source": "assert d < ACC_TOL"},
+            {"cell_type": "markdown", "id": "d", "metadata": {}, "source": "GRAD_TOL = 1"},
+        ]
+    }
+    assert tolerances_on_the_main_path(notebook) == ["b: LOSS_TOL"]
