@@ -50,25 +50,26 @@ KNOWN_MISSES: dict[str, tuple[str, str]] = {
     "vllm-pr13109-deepseek-coder-v2-lite-awq-h100": (
         "weights",
         "the AWQ checkpoint keeps more modules in 16-bit than the AWQ layout assumes "
-        "(embeddings, head and routers only): the predictor is 2.2 GiB short",
+        "(embeddings, head and routers only), so the predicted weights are short",
     ),
     "vllm-21348-qwen3-235b-a22b-fp8-4xh100-tp4": (
         "kv_budget",
         "launched with the LMCache connector, whose buffers the predictor does not hold: "
-        "the logged budget is 0.43 GiB (5.4%) below the prediction",
+        "the logged budget is below the prediction",
     ),
     "vllm-15815-qwen25-32b-instruct-2xl40s-tp2": (
         "kv_budget",
-        "non-torch memory at TP 2 is logged as 0.30 GiB on these PCIe L40S cards against "
-        "3.58 GiB on the NVLink H100s of the only other TP-2 record, a development build: "
-        "one constant by TP size does not hold across these launches (the interconnect is "
-        "a plausible cause, not a confirmed one); with the logged value the budget is "
-        "within 0.05 GiB",
+        "its logged non-torch memory on these PCIe L40S cards is a small fraction of the "
+        "TP-2 constant, taken from NVLink H100s on a development build: one constant by TP "
+        "size does not hold across these launches (the interconnect is a plausible cause, "
+        "not a confirmed one); with its own logged non-torch memory the budget would be "
+        "within tolerance",
     ),
     "vllm-pr14447-deepseek-v3-0324-awq-rtx3090-tp16": (
         "kv_budget",
-        "the logged activation peak (0.37 GiB) is a third of the sampler profile of 256 "
-        "rows; the launch's max_num_seqs is not in the thread",
+        "the logged activation peak is well below the sampler profile of vLLM's default "
+        "256 sequences, so the launch likely set a smaller max_num_seqs, which the thread "
+        "does not show",
     ),
 }
 
