@@ -11,7 +11,7 @@ from calculators.serving.runtimes import RUNTIMES
 PAGE = (Path(__file__).resolve().parents[1] / "docs" / "calculators" / "serve.md").read_text()
 SOURCES = PAGE[PAGE.index("## Sources") :]
 RUNTIME_REPO = re.compile(r"https://github\.com/(vllm-project/vllm|sgl-project/sglang)/[^)\s]+")
-AT_TAG = re.compile(r"https://github\.com/[^/]+/[^/]+/blob/v\d+\.\d+\.\d+/")
+AT_TAG = re.compile(r"https://github\.com/[^/]+/[^/]+/(blob|tree)/v\d+\.\d+\.\d+/")
 
 
 def test_every_runtime_link_on_the_page_is_pinned_to_a_release():
@@ -35,5 +35,6 @@ def test_the_sources_cover_the_rules_the_page_states():
     rules = " ".join(row.split("|")[1] for row in rows[1:])
     for rule in ("KV budget", "sampler", "concurrency", "block sizes", "batch defaults",
                  "vocabulary padding", "KV heads", "rotary", "V0", "mem-fraction-static",
-                 "pool", "SGLang 0.4"):  # fmt: skip
+                 "pool", "SGLang 0.4", "hybrid memory allocator",
+                 "sliding-window layers"):  # fmt: skip
         assert rule in rules, rule

@@ -17,7 +17,7 @@ from calculators.errors import InputError
 from calculators.limits import MAX_BLOCK_TOKENS, MAX_CONCURRENT_SEQUENCES, MAX_SEQUENCE_TOKENS
 from calculators.model.spec import ModelSpec
 from calculators.render import table
-from calculators.serving.runtimes import ENGINES, RUNTIMES
+from calculators.serving.runtimes import ENGINES, RUNTIMES, VLLM_BIG_CARD_BYTES
 from calculators.serving.sharding import SERVED_FORMATS
 from calculators.serving.startup import (
     KV_DTYPES,
@@ -127,8 +127,9 @@ def launch_warnings(spec: ModelSpec, card: Card, settings: ServeSettings) -> lis
     if sliding and settings.engine == "vllm":
         notes.append(
             "This model has sliding-window layers. They are sized like full layers, as "
-            "vLLM 0.9 sizes them; from 0.10 vLLM's hybrid allocator gives them only their "
-            "window, so a 0.10 or later launch reports more KV tokens than predicted here."
+            "vLLM sized them before its hybrid memory allocator (PR #17996, merged June "
+            "2025); a release with that allocator gives them only their window, so it "
+            "reports more KV tokens than predicted here."
         )
     if sliding and settings.engine == "sglang":
         notes.append(
@@ -136,7 +137,10 @@ def launch_warnings(spec: ModelSpec, card: Card, settings: ServeSettings) -> lis
             "separate pool for them (its hybrid sliding-window memory) is not modelled."
         )
     batch_given = settings.max_num_batched_tokens is not None and settings.max_num_seqs is not None
-    if not card.name and settings.engine != "sglang" and not batch_given:
+    # V1 gives a card of 70 GiB or more the larger batch defaults, except an A100, which
+    # only the card's name tells (runtimes.vllm_batch_defaults); V0's follow the length
+    big = card.total_bytes >= VLLM_BIG_CARD_BYTES
+    if not card.name and settings.engine == "vllm" and big and not batch_given:
         notes.append(
             "The card is given by its memory, so vLLM's batch defaults are picked by memory "
             "alone: vLLM gives an A100 the smaller ones at any size. Give "

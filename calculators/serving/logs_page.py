@@ -7,6 +7,7 @@ from html import escape
 
 from calculators.serving.logs import (
     KNOWN_MISSES,
+    LINES,
     TOLERANCES,
     Comparison,
     LineSummary,
@@ -96,7 +97,6 @@ def _pair(c: Comparison, line: str) -> str:
 
 
 IN_SAMPLE = "†"
-_RECORD_LINES = ("weights", "non_torch", "activation", "kv_budget", "kv_tokens", "max_concurrency")
 
 
 def records_markdown(comparisons: list[Comparison]) -> str:
@@ -114,7 +114,7 @@ def records_markdown(comparisons: list[Comparison]) -> str:
         else:
             verdict = "starts" if c.predicted.starts else "refuses"
             verdict += " (logged: refused)" if logged_fail else " (logged: started)"
-        cells = " | ".join(_pair(c, line) for line in _RECORD_LINES)
+        cells = " | ".join(_pair(c, line) for line in LINES)
         mark = f" {IN_SAMPLE}" if c.in_sample else ""
         out.append(
             f"| [{_cell(c.id)}]({r['source']}){mark} | {_cell(r['model'])} | "
@@ -349,10 +349,10 @@ def serving_logs_markdown(path: str) -> str:
             )
     in_sample = sum(1 for c in comparisons if c.in_sample)
     parts += [
-        f"{IN_SAMPLE} The non-torch constant this prediction used includes the record's own "
-        f"log ({in_sample} of {len(comparisons)} records): the error of its non-torch line is "
-        "in-sample (zero where the record is the only one at its TP size), and so, partly, "
-        "are the errors of its KV budget, tokens and concurrency.\n",
+        f"For a record marked {IN_SAMPLE} ({in_sample} of {len(comparisons)}), the non-torch "
+        "constant its prediction used includes its own log: the error of its non-torch line "
+        "is in-sample (zero where it is the only record at its TP size), and so, partly, are "
+        "the errors of its KV budget, tokens and concurrency.\n",
         records_markdown(comparisons),
         "",
         quoted_markdown(comparisons),

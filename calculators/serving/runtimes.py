@@ -81,6 +81,9 @@ RUNTIMES: dict[str, Runtime] = {
 }
 
 
+VLLM_BIG_CARD_BYTES = 70 * _GIB  # V1's larger batch defaults start here (not on an A100)
+
+
 def vllm_batch_defaults(
     engine: EngineId, entrypoint: Entrypoint, total_bytes: int, gpu_name: str, max_model_len: int
 ) -> tuple[int, int]:
@@ -95,7 +98,7 @@ def vllm_batch_defaults(
     chunked prefill on by itself above 32K tokens of context: then 2048 tokens.)
     """
     if engine == "vllm":
-        big = total_bytes >= 70 * _GIB and "a100" not in gpu_name.lower()
+        big = total_bytes >= VLLM_BIG_CARD_BYTES and "a100" not in gpu_name.lower()
         tokens = (
             (16384 if entrypoint == "llm" else 8192)
             if big

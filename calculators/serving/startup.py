@@ -16,7 +16,8 @@ where bytes_per_token is summed over the layers one rank holds: 2 x kv_heads_per
 head_dim x dtype bytes for GQA layers, (kv_lora_rank + qk_rope_head_dim) x dtype bytes
 for an MLA layer, the same on every rank (vllm/v1/kv_cache_interface.py,
 FullAttentionSpec.page_size_bytes and MLAAttentionSpec). Sliding-window layers are sized
-like full ones, as V0 and V1 before its hybrid allocator (0.10) do.
+like full ones, as V0 and V1 before its hybrid memory allocator (PR #17996, merged June
+2025, in the releases after it) do.
 
 The activation peak is computed, not measured: the larger of
   forward = T x (2 h + max(attention width, MLP width)) x 2 bytes
@@ -38,7 +39,7 @@ lines that SGLang does not have (the activation peak) at zero.
 
 Not modelled: CUDA graphs (captured after the KV cache is sized in these versions, so
 they need the room `1 - utilization` leaves), the V1 hybrid allocator for
-sliding-window models (0.10+), pipeline and expert parallelism, LoRA, speculative
+sliding-window models (PR #17996), pipeline and expert parallelism, LoRA, speculative
 decoding, multimodal encoders, and other processes on the card.
 """
 
