@@ -510,3 +510,18 @@ def test_cli_comparison_phase_json(capsys):
     text = capsys.readouterr().out
     assert "Seeds per arm: the gain to detect 0.02 needs" in text
     assert "Control runs:" in text and "Rerun margin:" in text
+
+
+def test_the_example_campaign_runs_its_comparisons_on_the_seeds_asked_for():
+    # with no phase typed, a seed plan given (--sd-difference with --detect or --seeds)
+    # sizes the example's comparisons; the printed plan and the table agree
+    from calculators.web import compute
+
+    asked = compute("budget", {"price": "2.5", "sd_difference": "0.02", "detect": "0.02"})
+    seeds = asked["seed_count"]["seeds"]
+    assert seeds == seeds_needed(0.02, 0.02) > 4
+    for p in asked["phases"]:
+        if p["arms"]:
+            assert (p["seeds"], p["runs"], p["control_runs"]) == (seeds, 3 * seeds, seeds)
+    six = compute("budget", {"price": "2.5", "sd_difference": "0.02", "seeds": "6"})
+    assert [p["seeds"] for p in six["phases"] if p["arms"]] == [6, 6]

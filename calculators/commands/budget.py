@@ -29,11 +29,11 @@ from calculators.planning.budget import (
 )
 from calculators.planning.comparison import (
     EXAMPLE_DETECT,
-    EXAMPLE_PHASES,
     EXAMPLE_SD_DIFFERENCE,
     SeedCount,
     SeedPlan,
     comparison_phase,
+    example_phases,
     seed_count,
 )
 from calculators.render import table
@@ -201,13 +201,15 @@ def named_lines(r: dict[str, Any]) -> list[str]:
 
 def run(args: Args) -> tuple[dict[str, Any], str]:
     seeds = _seed_count(args)
-    phases = EXAMPLE_PHASES
-    if not args.phase and seeds is None:
-        # the example's comparisons are sized for this gain and spread, at the default
-        # level and power (the phases are fixed): say so
-        seeds = seed_count(SeedPlan(sd_difference=EXAMPLE_SD_DIFFERENCE, detect=EXAMPLE_DETECT))
     if args.phase:
         phases = tuple(_budget_phase(args, text, seeds) for text in args.phase)
+    else:
+        # the example campaign: its comparisons on the seeds asked for, or on the seeds
+        # its own gain and spread need, which the result then states
+        if seeds is None:
+            plan = SeedPlan(sd_difference=EXAMPLE_SD_DIFFERENCE, detect=EXAMPLE_DETECT)
+            seeds = seed_count(plan)
+        phases = example_phases(seeds.seeds)
     packages = tuple(_budget_package(text) for text in args.package) if args.package else None
     r = campaign_budget(
         Campaign(

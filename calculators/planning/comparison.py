@@ -145,10 +145,16 @@ EXAMPLE_DETECT = 0.02
 EXAMPLE_ARMS = 3
 EXAMPLE_SEEDS = seeds_needed(EXAMPLE_DETECT, EXAMPLE_SD_DIFFERENCE)
 
-EXAMPLE_PHASES: tuple[Phase, ...] = (
-    Phase(name="initial check", runs=2, gpu_hours_per_run=1.0),
-    comparison_phase("experiments", arms=EXAMPLE_ARMS, seeds=EXAMPLE_SEEDS, gpu_hours_per_run=6.0),
-    comparison_phase("evaluation", arms=EXAMPLE_ARMS, seeds=EXAMPLE_SEEDS, gpu_hours_per_run=0.5),
-    Phase(name="resumption test", runs=1, gpu_hours_per_run=2.0),
-    Phase(name="export", runs=1, gpu_hours_per_run=1.0),
-)
+
+def example_phases(seeds: int) -> tuple[Phase, ...]:
+    """The example campaign, its comparison phases on `seeds` seeds per configuration."""
+    return (
+        Phase(name="initial check", runs=2, gpu_hours_per_run=1.0),
+        comparison_phase("experiments", arms=EXAMPLE_ARMS, seeds=seeds, gpu_hours_per_run=6.0),
+        comparison_phase("evaluation", arms=EXAMPLE_ARMS, seeds=seeds, gpu_hours_per_run=0.5),
+        Phase(name="resumption test", runs=1, gpu_hours_per_run=2.0),
+        Phase(name="export", runs=1, gpu_hours_per_run=1.0),
+    )
+
+
+EXAMPLE_PHASES = example_phases(EXAMPLE_SEEDS)
