@@ -30,6 +30,8 @@ from calculators.serving.sglang_pool import layout_bytes_per_token
 from calculators.serving.sglang_startup import (
     NVIDIA_SMI_TOTAL_MIB,
     default_mem_fraction_static,
+    pool_tokens,
+    reserve_bytes,
     sglang_04_fraction,
     sglang_batch_defaults,
 )
@@ -110,8 +112,9 @@ def memory_check(record: dict[str, Any], folder: str) -> SGLangCheck | None:
         return None  # the cap, not memory, sets the pool
     f, source = fraction
     cell = layout_bytes_per_token(record, folder)
-    rest = post - pre * (1 - f)
-    predicted = int(rest * _GIB // cell)
+    # the pool from the logged readings, by the same rule the serve calculator applies
+    rest = int(post * _GIB) - reserve_bytes(int(pre * _GIB), f)
+    predicted = pool_tokens(rest, cell, page_size=1)
     slack = LOG_ROUNDING_GIB * (1 + (1 - f)) * _GIB / cell
     return SGLangCheck(
         id=record["id"],

@@ -338,7 +338,9 @@ def sglang_startup(spec: ModelSpec, card: Card, settings: ServeSettings) -> Star
     per_token = kv_bytes_per_token(spec, tp, settings.kv_cache_dtype, "sglang")
     in_use = in_use_before_load(tp)
     smi = card.smi_total_mib
-    chunked, graph_bs = sglang_batch_defaults(smi, tp) if smi is not None else (4096, 160)
+    # SGLang picks its tiers by nvidia-smi's total; a card given by its memory has only
+    # torch's, a little smaller, so a card just above a tier's edge may land one below
+    chunked, graph_bs = sglang_batch_defaults(smi or card.total_bytes // 2**20, tp)
     chunked = settings.max_num_batched_tokens or chunked
     graph_bs = settings.cuda_graph_max_bs or graph_bs
     if settings.utilization is not None:
@@ -393,7 +395,8 @@ def startup(spec: ModelSpec, card: Card, settings: ServeSettings) -> Startup:
     block = settings.block_size or runtime.block_size
     per_token = kv_bytes_per_token(spec, tp, settings.kv_cache_dtype, engine)
     non_torch = non_torch_bytes(tp)
-    util = settings.utilization or runtime.default_utilization or 0.9
+    assert runtime.default_utilization is not None  # vLLM's engines all have one (0.9)
+    util = settings.utilization or runtime.default_utilization
     usable = int(card.total_bytes * util)
     default_tokens, default_seqs = vllm_batch_defaults(
         engine, settings.entrypoint, card.total_bytes, card.name, length
