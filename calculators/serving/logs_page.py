@@ -36,6 +36,11 @@ _LINE_NAMES = {
 }
 
 
+def _figure(svg: str, caption: str) -> str:
+    """A chart in the site's figure frame, with its caption below."""
+    return f'<figure class="kd-figure">{svg}<figcaption>{escape(caption)}</figcaption></figure>\n'
+
+
 def _cell(text: object) -> str:
     return escape(str(text)).replace("|", "\\|")
 
@@ -267,7 +272,7 @@ def sglang_chart(checks: list[SGLangCheck]) -> str:
         unit_label="absolute error, % of the logged tokens (the label gives its sign: + "
         "predicted above logged)",
     )
-    return f'<figure class="kd-figure">{svg}<figcaption>{escape(title)}</figcaption></figure>\n'
+    return _figure(svg, title)
 
 
 def pool_markdown(checks: list[PoolCheck]) -> str:
@@ -343,10 +348,7 @@ def serving_logs_markdown(path: str) -> str:
         title = f"{name[0].upper()}{name[1:]}: predicted against logged, per record"
         svg = _chart(comparisons, line, title)
         if svg:
-            parts.append(
-                f'<figure class="kd-figure">{svg}<figcaption>{escape(title)}</figcaption>'
-                "</figure>\n"
-            )
+            parts.append(_figure(svg, title))
     in_sample = sum(1 for c in comparisons if c.in_sample)
     parts += [
         f"For a record marked {IN_SAMPLE} ({in_sample} of {len(comparisons)}), the non-torch "
