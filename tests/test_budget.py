@@ -525,3 +525,18 @@ def test_the_example_campaign_runs_its_comparisons_on_the_seeds_asked_for():
             assert (p["seeds"], p["runs"], p["control_runs"]) == (seeds, 3 * seeds, seeds)
     six = compute("budget", {"price": "2.5", "sd_difference": "0.02", "seeds": "6"})
     assert [p["seeds"] for p in six["phases"] if p["arms"]] == [6, 6]
+
+
+def test_the_example_campaign_takes_the_spread_level_and_power_given():
+    # with no phase typed, a spread, a level or a power given alone re-plans the example's
+    # own gain (0.02) on them, rather than being accepted and ignored
+    from calculators.web import compute
+
+    power = compute("budget", {"price": "2.5", "power": "0.95"})
+    assert power["seed_count"]["power"] == 0.95
+    seeds = power["seed_count"]["seeds"]
+    assert seeds == seeds_needed(0.02, power["seed_count"]["sd_difference"], power=0.95) > 4
+    assert [p["seeds"] for p in power["phases"] if p["arms"]] == [seeds, seeds]
+    spread = compute("budget", {"price": "2.5", "sd_difference": "0.02"})
+    assert spread["seed_count"]["sd_difference"] == 0.02
+    assert spread["seed_count"]["seeds"] == seeds_needed(0.02, 0.02)

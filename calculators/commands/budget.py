@@ -131,9 +131,15 @@ def _budget_package(text: str) -> Package:
 
 
 def _seed_count(args: Args) -> SeedCount | None:
-    """The seeds per arm and their minimum detectable effect, when asked for."""
+    """The seeds per arm and their minimum detectable effect, when asked for; with no
+    phase typed, the example campaign's own plan (its gain and spread, at the level and
+    power given), on which its comparison phases run."""
+    test = {k: v for k, v in (("alpha", args.alpha), ("power", args.power)) if v is not None}
     if args.detect is None and args.seeds is None:
-        return None
+        if args.phase:
+            return None
+        sd = args.sd_difference or EXAMPLE_SD_DIFFERENCE
+        return seed_count(SeedPlan(sd_difference=sd, detect=EXAMPLE_DETECT, **test))
     if args.detect is not None and args.seeds is not None:
         raise UsageError(
             "--seeds and --detect exclude each other: give the gain to detect (the seeds "
@@ -147,7 +153,6 @@ def _seed_count(args: Args) -> SeedCount | None:
             "from a pilot or an earlier campaign, ties a seed count to the gain it detects",
             "sd_difference",
         )
-    test = {k: v for k, v in (("alpha", args.alpha), ("power", args.power)) if v is not None}
     return seed_count(
         SeedPlan(sd_difference=args.sd_difference, detect=args.detect, seeds=args.seeds, **test)
     )
@@ -204,11 +209,7 @@ def run(args: Args) -> tuple[dict[str, Any], str]:
     if args.phase:
         phases = tuple(_budget_phase(args, text, seeds) for text in args.phase)
     else:
-        # the example campaign: its comparisons on the seeds asked for, or on the seeds
-        # its own gain and spread need, which the result then states
-        if seeds is None:
-            plan = SeedPlan(sd_difference=EXAMPLE_SD_DIFFERENCE, detect=EXAMPLE_DETECT)
-            seeds = seed_count(plan)
+        assert seeds is not None  # the example's plan, or the one asked for
         phases = example_phases(seeds.seeds)
     packages = tuple(_budget_package(text) for text in args.package) if args.package else None
     r = campaign_budget(
