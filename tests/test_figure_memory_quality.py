@@ -164,13 +164,9 @@ def test_any_points_draw_one_circle_each_inside_the_plot(
 
 
 def _hook():  # the docs hook, loaded as the site loads it
-    import importlib.util
+    from tests.page_blocks import hook
 
-    spec = importlib.util.spec_from_file_location("kd_hook_e", ROOT / "docs/hooks/kernodeck.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return hook()
 
 
 def test_a_page_quotes_the_committed_file_in_the_figures_arguments() -> None:

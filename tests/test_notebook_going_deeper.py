@@ -8,7 +8,6 @@ a check, named `..._TOL`) are internals, set in a block, never on the main path 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -17,11 +16,10 @@ import pytest
 from mkdocs.exceptions import PluginError
 from mkdocs_jupyter.nbconvert2 import nb2html
 
+from tests import page_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("kd_hook_deeper", ROOT / "docs/hooks/kernodeck.py")
-assert _spec and _spec.loader
-hook = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hook)
+hook = page_blocks.hook()  # the docs hook, loaded as the site loads it
 
 TAG = {"tags": ["going-deeper"]}
 
