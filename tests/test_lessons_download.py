@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import site_build
+from tests import page_blocks, site_build
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARN = ROOT / "docs" / "learn"
@@ -136,12 +136,10 @@ def _served() -> dict[str, Path]:
         for p in LEARN.iterdir()
         if p.is_file() and p.suffix in (".py", ".json", ".txt")
     }
-    hook = (ROOT / "docs" / "hooks" / "kernodeck.py").read_text(encoding="utf-8")
-    added = re.search(r"^LESSON_FILES = \{(.*?)^\}", hook, re.M | re.S)
-    assert added, "docs/hooks/kernodeck.py: LESSON_FILES"
-    for site, repo in re.findall(r'"learn/([^"]+)": "([^"]+)"', added.group(1)):
-        served[site] = ROOT / repo
-    assert '"learn/calculators.zip"' in hook
+    hook = page_blocks.hook()
+    for site, repo in hook.LESSON_FILES.items():
+        served[site.removeprefix("learn/")] = ROOT / repo
+    assert '"learn/calculators.zip"' in Path(hook.__file__).read_text(encoding="utf-8")
     served["calculators.zip"] = ROOT / "calculators"  # a zip of the package's sources
     return served
 
